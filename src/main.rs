@@ -1,0 +1,196 @@
+//! The `clif-merge` command: read, merge, report, write. Everything is computed before anything
+//! is written, and files are written to a temporary name and renamed, so a failure leaves no
+//! partial output.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+use clif_merge::{Linkage, Mode, ReadOptions, emit, merge_module, read, report};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "clif-merge",
+    version,
+    about = "Merge functions that do exactly the same thing in modules of Cranelift IR"
+)]
+struct Opts {
+    /// Input files: CLIF text, `.clif.xz` read directly. Together they form one module.
+    #[arg(required = true, value_name = "FILE.clif")]
+    files: Vec<PathBuf>,
+
+    /// What addresses of merged functions must preserve.
+    #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
+    mode: ModeArg,
+
+    /// Linkage of functions that no `; linkage:` directive names.
+    #[arg(long, value_enum, default_value_t = LinkageArg::Export, value_name = "KIND")]
+    default_linkage: LinkageArg,
+
+    /// Print what was merged on standard output: json for tools, text for people.
+    /// Default: text, unless the CLIF goes to standard output.
+    #[arg(long, value_enum)]
+    report: Option<ReportFormat>,
+
+    /// Write the merged module as CLIF to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH|-")]
+    emit_clif: Option<PathBuf>,
+
+    /// Print the time of each phase on standard error, one per line, ending with
+    /// `pass-time-ms:` for the merging pass as a whole.
+    #[arg(long)]
+    time_passes: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModeArg {
+    Safe,
+    Aliases,
+    Thunks,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LinkageArg {
+    Export,
+    Hidden,
+    Local,
+    Preemptible,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    Json,
+    Text,
+}
+
+fn main() {
+    let opts = Opts::parse();
+    if let Err(e) = run(opts) {
+        eprintln!("error: {e}");
+        for cause in e.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
+        }
+        std::process::exit(1);
+    }
+}
+
+fn run(opts: Opts) -> Result<()> {
+    let clif_to_stdout = opts.emit_clif.as_deref() == Some(Path::new("-"));
+    let report_format = match opts.report {
+        Some(ReportFormat::Json) if clif_to_stdout => {
+            bail!("--report json and --emit-clif - would both write to standard output")
+        }
+        Some(f) => Some(f),
+        None if clif_to_stdout => None,
+        None => Some(ReportFormat::Text),
+    };
+    let mode = match opts.mode {
+        ModeArg::Safe => Mode::Safe,
+        ModeArg::Aliases => Mode::Aliases,
+        ModeArg::Thunks => Mode::Thunks,
+    };
+    let default_linkage = match opts.default_linkage {
+        LinkageArg::Export => Linkage::Export,
+        LinkageArg::Hidden => Linkage::Hidden,
+        LinkageArg::Local => Linkage::Local,
+        LinkageArg::Preemptible => Linkage::Preemptible,
+    };
+    if let Some(path) = opts.emit_clif.as_deref().filter(|_| !clif_to_stdout) {
+        check_output_dir(path)?;
+    }
+
+    let mut phases: Vec<(&str, Duration)> = Vec::new();
+    let start = Instant::now();
+    let options = ReadOptions {
+        default_linkage,
+        verify: true,
+    };
+    let mut module = read::read_files(&opts.files, options)?;
+    phases.push(("read-and-verify", start.elapsed()));
+
+    let (merge_report, times) = merge_module(&mut module, mode);
+    phases.push(("hash", times.hashing));
+    phases.push(("compare", times.comparing));
+    phases.push(("merge", times.merging));
+
+    let start = Instant::now();
+    let clif = opts
+        .emit_clif
+        .as_ref()
+        .map(|_| emit::module_to_clif(&module));
+    let report_text = report_format.map(|f| match f {
+        ReportFormat::Json => report::to_json(&merge_report) + "\n",
+        ReportFormat::Text => report::to_text(&merge_report),
+    });
+    let mut stdout = std::io::stdout().lock();
+    match (&opts.emit_clif, clif) {
+        (Some(path), Some(clif)) if !clif_to_stdout => write_atomically(path, clif.as_bytes())?,
+        (Some(_), Some(clif)) => stdout.write_all(clif.as_bytes())?,
+        _ => {}
+    }
+    if let Some(text) = report_text {
+        if clif_to_stdout {
+            // Keep standard output valid CLIF: the report as comments.
+            for line in text.lines() {
+                writeln!(stdout, "; {line}")?;
+            }
+        } else {
+            stdout.write_all(text.as_bytes())?;
+        }
+    }
+    stdout.flush()?;
+    phases.push(("write", start.elapsed()));
+
+    if opts.time_passes {
+        let mut stderr = std::io::stderr().lock();
+        for (name, d) in &phases {
+            writeln!(stderr, "{name}-ms: {:.3}", ms(*d))?;
+        }
+        writeln!(stderr, "pass-time-ms: {:.3}", ms(times.total()))?;
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Fails early, before any work, when the output's folder does not exist.
+fn check_output_dir(path: &Path) -> Result<()> {
+    let dir = output_dir(path);
+    if !dir.is_dir() {
+        bail!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn output_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = output_dir(path);
+    let file_name = path
+        .file_name()
+        .with_context(|| format!("cannot write {}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
+}

@@ -1,0 +1,367 @@
+//! The merge actions: given the classes, decide what becomes of each function ("decide"), then
+//! rewrite the module ("apply"). In this file `f` is the kept function of a class and `g` a
+//! replaced one.
+//!
+//! The rules, one hazard each:
+//! - The kept function is the first member by [`kept_order`]: linkage (export, hidden, local,
+//!   preemptible), then name. Keeping the most visible function lets the others go.
+//! - A preemptible function may be replaced at link time, so it is never kept as the body others
+//!   call: when every member is preemptible, a private copy of the body is made and every member
+//!   becomes a thunk (or alias) of it; calls to preemptible functions are never redirected.
+//! - A `local` function whose address nobody takes can only be reached by the calls we redirect:
+//!   it is removed ([`can_remove`]).
+//! - Any other function may be reached from outside the module or compared by address: it keeps
+//!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
+
+use super::{Classes, Mode};
+use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
+use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::ir::{
+    ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Signature,
+};
+use cranelift_codegen::isa::CallConv;
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+
+/// What became of a replaced function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Its symbol is an alias of the kept function; it has no code of its own.
+    Alias,
+    /// Its body calls the kept function and returns its results.
+    Thunk,
+    /// It is gone; its callers call the kept function.
+    Removed,
+}
+
+impl Action {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Action::Alias => "alias",
+            Action::Thunk => "thunk",
+            Action::Removed => "removed",
+        }
+    }
+}
+
+/// One replaced function of a class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Replacement {
+    pub name: String,
+    pub by: Action,
+}
+
+/// One class of two or more equal functions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MergedClass {
+    /// The function whose body remains (a new private name when a private copy was made).
+    pub kept: String,
+    pub replaced: Vec<Replacement>,
+}
+
+/// What the pass did to a module.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MergeReport {
+    /// Functions defined in the input.
+    pub functions: usize,
+    /// Functions that no longer carry their own body.
+    pub merged: usize,
+    pub classes: Vec<MergedClass>,
+}
+
+/// The order in which class members are considered for keeping.
+pub fn kept_order(a: &ModuleFunction, b: &ModuleFunction) -> std::cmp::Ordering {
+    a.linkage.cmp(&b.linkage).then_with(|| a.name.cmp(&b.name))
+}
+
+/// Whether `g` can disappear: only the calls we redirect can reach it.
+pub fn can_remove(mode: Mode, linkage: Linkage, address_taken: bool) -> bool {
+    mode != Mode::Thunks && linkage == Linkage::Local && !address_taken
+}
+
+/// What `g` becomes once merged.
+pub fn action_for(mode: Mode, linkage: Linkage, address_taken: bool) -> Action {
+    if can_remove(mode, linkage, address_taken) {
+        Action::Removed
+    } else if mode == Mode::Aliases {
+        Action::Alias
+    } else {
+        Action::Thunk
+    }
+}
+
+/// Where a class's body lives after the merge.
+#[derive(Clone, Debug)]
+enum Kept {
+    Member(FuncId),
+    /// A local copy of `of`'s body under a new name (every member was preemptible).
+    PrivateCopy {
+        of: FuncId,
+        name: FuncName,
+    },
+}
+
+/// The decision for one class.
+struct ClassPlan {
+    kept: Kept,
+    replaced: Vec<(FuncId, Action)>,
+}
+
+impl ClassPlan {
+    fn kept_name<'m>(&'m self, module: &'m Module) -> &'m FuncName {
+        match &self.kept {
+            Kept::Member(id) => &module.function(*id).name,
+            Kept::PrivateCopy { name, .. } => name,
+        }
+    }
+}
+
+/// Decides and applies the merges of `classes`; returns the report.
+pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport {
+    let plans = decide(module, classes, mode);
+    let report = report(module, &plans);
+    rewrite(module, &plans);
+    report
+}
+
+fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
+    let address_taken = module.address_taken();
+    let mut taken_names: FxHashSet<FuncName> = module
+        .functions()
+        .iter()
+        .map(|f| f.name.clone())
+        .chain(module.aliases().iter().map(|a| a.name.clone()))
+        .collect();
+    classes
+        .classes
+        .iter()
+        .map(|members| {
+            let mut members = members.clone();
+            members.sort_by(|&a, &b| kept_order(module.function(a), module.function(b)));
+            let first = members[0];
+            let kept = if module.function(first).linkage.is_preemptible() {
+                let name = private_name(&module.function(first).name, &mut taken_names);
+                Kept::PrivateCopy { of: first, name }
+            } else {
+                members.remove(0);
+                Kept::Member(first)
+            };
+            let replaced = members
+                .into_iter()
+                .map(|g| {
+                    let linkage = module.function(g).linkage;
+                    (g, action_for(mode, linkage, address_taken[g.index()]))
+                })
+                .collect();
+            ClassPlan { kept, replaced }
+        })
+        .collect()
+}
+
+/// A fresh testcase name for a private copy of `of`: `%<of>_merged`, numbered if taken.
+fn private_name(of: &FuncName, taken: &mut FxHashSet<FuncName>) -> FuncName {
+    let base = match of {
+        FuncName::User { namespace, index } => format!("u{namespace}_{index}_merged"),
+        FuncName::Testcase(t) => format!("{t}_merged"),
+    };
+    let mut candidate = FuncName::Testcase(base.clone().into());
+    let mut n = 2;
+    while taken.contains(&candidate) {
+        candidate = FuncName::Testcase(format!("{base}{n}").into());
+        n += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
+}
+
+fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
+    let mut classes: Vec<(FuncName, MergedClass)> = plans
+        .iter()
+        .map(|plan| {
+            let mut replaced: Vec<(&FuncName, Action)> = plan
+                .replaced
+                .iter()
+                .map(|&(g, action)| (&module.function(g).name, action))
+                .collect();
+            replaced.sort_by(|a, b| a.0.cmp(b.0));
+            let kept = plan.kept_name(module);
+            let smallest = replaced.first().map_or(kept, |r| r.0).min(kept).clone();
+            let class = MergedClass {
+                kept: kept.to_string(),
+                replaced: replaced
+                    .into_iter()
+                    .map(|(name, by)| Replacement {
+                        name: name.to_string(),
+                        by,
+                    })
+                    .collect(),
+            };
+            (smallest, class)
+        })
+        .collect();
+    classes.sort_by(|a, b| a.0.cmp(&b.0));
+    MergeReport {
+        functions: module.functions().len(),
+        merged: plans.iter().map(|p| p.replaced.len()).sum(),
+        classes: classes.into_iter().map(|(_, c)| c).collect(),
+    }
+}
+
+fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
+    // Phase 1 of 3: what each function becomes, and where calls go.
+    let mut action_of: FxHashMap<FuncId, (Action, FuncName)> = FxHashMap::default();
+    let mut copy_before: FxHashMap<FuncId, (FuncId, FuncName)> = FxHashMap::default();
+    let mut redirect: FxHashMap<FuncName, FuncName> = FxHashMap::default();
+    for plan in plans {
+        let kept = plan.kept_name(module).clone();
+        for &(g, action) in &plan.replaced {
+            let g_fn = module.function(g);
+            action_of.insert(g, (action, kept.clone()));
+            // A preemptible function's callers keep calling it: it may be replaced at link time.
+            if !g_fn.linkage.is_preemptible() {
+                redirect.insert(g_fn.name.clone(), kept.clone());
+            }
+        }
+        if let Kept::PrivateCopy { of, name } = &plan.kept {
+            let first = plan.replaced.iter().map(|r| r.0).min().unwrap_or(*of);
+            copy_before.insert(first, (*of, name.clone()));
+        }
+    }
+
+    // Phase 2 of 3: the new list of functions, in module order.
+    let (functions, old_aliases) = std::mem::take(module).into_parts();
+    let mut new_functions = Vec::with_capacity(functions.len());
+    let mut new_aliases = Vec::new();
+    for (i, mf) in functions.iter().enumerate() {
+        let id = FuncId(i as u32);
+        if let Some((of, name)) = copy_before.get(&id) {
+            let original = &functions[of.index()];
+            let mut func = original.func.clone();
+            func.name = name.to_user_func_name();
+            redirect_calls(&mut func, &redirect);
+            new_functions.push(ModuleFunction {
+                name: name.clone(),
+                func,
+                linkage: Linkage::Local,
+                origin: original.origin.clone(),
+            });
+        }
+        match action_of.get(&id) {
+            None => {
+                let mut func = mf.func.clone();
+                redirect_calls(&mut func, &redirect);
+                new_functions.push(ModuleFunction { func, ..mf.clone() });
+            }
+            Some((Action::Removed, _)) => {}
+            Some((Action::Thunk, f)) => new_functions.push(ModuleFunction {
+                func: write_thunk(&mf.name, &mf.func.signature, f),
+                ..mf.clone()
+            }),
+            Some((Action::Alias, f)) => new_aliases.push(Alias {
+                name: mf.name.clone(),
+                target: f.clone(),
+                linkage: mf.linkage,
+            }),
+        }
+    }
+
+    // Phase 3 of 3: aliases. An alias of a function that became an alias names the final target.
+    let final_target: FxHashMap<&FuncName, &FuncName> =
+        new_aliases.iter().map(|a| (&a.name, &a.target)).collect();
+    let mut aliases: Vec<Alias> = old_aliases
+        .into_iter()
+        .map(|mut a| {
+            if let Some(t) = final_target.get(&a.target) {
+                a.target = (*t).clone();
+            }
+            a
+        })
+        .collect();
+    aliases.extend(new_aliases);
+    module.replace_contents(new_functions, aliases);
+}
+
+/// Points every call (not address) of a redirected function at its class's kept function.
+fn redirect_calls(func: &mut Function, redirect: &FxHashMap<FuncName, FuncName>) {
+    if redirect.is_empty() {
+        return;
+    }
+    // A declaration also used by `func_addr` must keep its name: the address is G's.
+    let mut address_uses: FxHashSet<FuncRef> = FxHashSet::default();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
+                address_uses.insert(func_ref);
+            }
+        }
+    }
+    let mut call_target: FxHashMap<FuncRef, FuncRef> = FxHashMap::default();
+    let refs: Vec<FuncRef> = func.dfg.ext_funcs.keys().collect();
+    for fr in refs {
+        let Some(name) = FuncName::of_external(&func.dfg.ext_funcs[fr].name, func) else {
+            continue;
+        };
+        let Some(target) = redirect.get(&name) else {
+            continue;
+        };
+        let new_name = target.to_external(func);
+        if address_uses.contains(&fr) {
+            let data = ExtFuncData {
+                name: new_name,
+                ..func.dfg.ext_funcs[fr].clone()
+            };
+            let new_ref = func.dfg.ext_funcs.push(data);
+            call_target.insert(fr, new_ref);
+        } else {
+            func.dfg.ext_funcs[fr].name = new_name;
+        }
+    }
+    if call_target.is_empty() {
+        return;
+    }
+    let blocks: Vec<_> = func.layout.blocks().collect();
+    for block in blocks {
+        let insts: Vec<_> = func.layout.block_insts(block).collect();
+        for inst in insts {
+            match &mut func.dfg.insts[inst] {
+                InstructionData::Call { func_ref, .. }
+                | InstructionData::TryCall { func_ref, .. } => {
+                    if let Some(&new_ref) = call_target.get(func_ref) {
+                        *func_ref = new_ref;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A function named `g` with signature `sig` that passes its arguments to `f` and returns its
+/// results: a `return_call` under the `tail` convention, a call and a return otherwise.
+pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
+    let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
+    let callee_name = f.to_external(&mut func);
+    let sig_ref = func.import_signature(sig.clone());
+    let callee = func.import_function(ExtFuncData {
+        name: callee_name,
+        signature: sig_ref,
+        colocated: true,
+        patchable: false,
+    });
+    let block = func.dfg.make_block();
+    for param in &sig.params {
+        func.dfg.append_block_param(block, param.value_type);
+    }
+    let mut pos = FuncCursor::new(&mut func);
+    pos.insert_block(block);
+    let args = pos.func.dfg.block_params(block).to_vec();
+    if sig.call_conv == CallConv::Tail {
+        pos.ins().return_call(callee, &args);
+    } else {
+        let call = pos.ins().call(callee, &args);
+        let results = pos.func.dfg.inst_results(call).to_vec();
+        pos.ins().return_(&results);
+    }
+    func
+}

@@ -1,0 +1,422 @@
+//! The module: the functions a merge works on, their names and linkage, the aliases, and the
+//! references between them.
+//!
+//! A module is the set of *defined* functions (a name, a [`Function`] and a [`Linkage`]) plus
+//! aliases (a second name for a defined function, recorded for the object writer). Every other
+//! name a function refers to is an import. Names are exactly as CLIF writes them: `%foo` (a
+//! testcase name) or `u0:3` (a user name); a callee declaration `fn0 = colocated u0:5 sig0`
+//! refers to the defined function of that name when there is one.
+
+use cranelift_codegen::ir::{
+    ExternalName, Function, GlobalValueData, InstructionData, UserExternalName, UserFuncName,
+};
+use rustc_hash::FxHashMap;
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::PathBuf;
+
+/// The name of a function, exactly as CLIF writes it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum FuncName {
+    /// `u<namespace>:<index>`
+    User { namespace: u32, index: u32 },
+    /// `%name`
+    Testcase(Box<str>),
+}
+
+impl FuncName {
+    /// The name a function definition carries.
+    pub fn of_function(func: &Function) -> FuncName {
+        match &func.name {
+            UserFuncName::User(u) => FuncName::User {
+                namespace: u.namespace,
+                index: u.index,
+            },
+            UserFuncName::Testcase(t) => {
+                FuncName::Testcase(String::from_utf8_lossy(t.raw()).into())
+            }
+        }
+    }
+
+    /// The name an external reference inside `func` refers to, if it is a plain function name
+    /// (not a libcall or a known symbol).
+    pub fn of_external(name: &ExternalName, func: &Function) -> Option<FuncName> {
+        match name {
+            ExternalName::User(r) => {
+                let u = &func.params.user_named_funcs()[*r];
+                Some(FuncName::User {
+                    namespace: u.namespace,
+                    index: u.index,
+                })
+            }
+            ExternalName::TestCase(t) => {
+                Some(FuncName::Testcase(String::from_utf8_lossy(t.raw()).into()))
+            }
+            ExternalName::LibCall(_) | ExternalName::KnownSymbol(_) => None,
+        }
+    }
+
+    /// The name as a function definition's name.
+    pub fn to_user_func_name(&self) -> UserFuncName {
+        match self {
+            FuncName::User { namespace, index } => UserFuncName::user(*namespace, *index),
+            FuncName::Testcase(t) => UserFuncName::testcase(t.as_bytes()),
+        }
+    }
+
+    /// The name as an external reference from inside `func` (user names are interned in
+    /// `func`'s table).
+    pub fn to_external(&self, func: &mut Function) -> ExternalName {
+        match self {
+            FuncName::User { namespace, index } => ExternalName::User(
+                func.declare_imported_user_function(UserExternalName::new(*namespace, *index)),
+            ),
+            FuncName::Testcase(t) => ExternalName::testcase(t.as_bytes()),
+        }
+    }
+
+    /// Parses `%name` or `u<ns>:<index>` as written in CLIF.
+    pub fn parse(text: &str) -> Option<FuncName> {
+        if let Some(rest) = text.strip_prefix('%') {
+            let valid =
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            return valid.then(|| FuncName::Testcase(rest.into()));
+        }
+        let rest = text.strip_prefix('u')?;
+        let (ns, idx) = rest.split_once(':')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(ns) || !digits(idx) {
+            return None;
+        }
+        Some(FuncName::User {
+            namespace: ns.parse().ok()?,
+            index: idx.parse().ok()?,
+        })
+    }
+}
+
+/// The documented order of names, used wherever a choice must not depend on input order:
+/// user names first, by namespace then index numerically (`u0:2` < `u0:10`), then testcase names
+/// by their bytes.
+impl Ord for FuncName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (
+                FuncName::User {
+                    namespace: a,
+                    index: b,
+                },
+                FuncName::User {
+                    namespace: c,
+                    index: d,
+                },
+            ) => (a, b).cmp(&(c, d)),
+            (FuncName::User { .. }, FuncName::Testcase(_)) => Ordering::Less,
+            (FuncName::Testcase(_), FuncName::User { .. }) => Ordering::Greater,
+            (FuncName::Testcase(a), FuncName::Testcase(b)) => a.as_bytes().cmp(b.as_bytes()),
+        }
+    }
+}
+
+impl PartialOrd for FuncName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for FuncName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FuncName::User { namespace, index } => write!(f, "u{namespace}:{index}"),
+            FuncName::Testcase(t) => write!(f, "%{t}"),
+        }
+    }
+}
+
+/// How a defined function's symbol is seen by the rest of the program.
+///
+/// The declaration order is the order in which class members are considered for keeping.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
+pub enum Linkage {
+    /// Visible to every object and the outside world (the default).
+    #[default]
+    Export,
+    /// Visible to the other objects of the same link, not outside it.
+    Hidden,
+    /// Visible only inside this module.
+    Local,
+    /// May be replaced by another definition at link time (LLVM's weak/interposable).
+    Preemptible,
+}
+
+impl Linkage {
+    /// The keyword used in `; linkage:` directives and on the command line.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Linkage::Export => "export",
+            Linkage::Hidden => "hidden",
+            Linkage::Local => "local",
+            Linkage::Preemptible => "preemptible",
+        }
+    }
+
+    pub fn from_keyword(word: &str) -> Option<Linkage> {
+        Some(match word {
+            "export" => Linkage::Export,
+            "hidden" => Linkage::Hidden,
+            "local" => Linkage::Local,
+            "preemptible" => Linkage::Preemptible,
+            _ => return None,
+        })
+    }
+
+    /// Whether another definition may replace this one at link time, so that neither its body
+    /// nor its calls may be assumed.
+    pub fn is_preemptible(self) -> bool {
+        self == Linkage::Preemptible
+    }
+}
+
+/// Where a function came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+/// The index of a defined function in its module.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+impl FuncId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A defined function.
+#[derive(Clone, Debug)]
+pub struct ModuleFunction {
+    pub name: FuncName,
+    pub func: Function,
+    pub linkage: Linkage,
+    pub origin: Option<Origin>,
+}
+
+/// A second name for a defined function: a symbol at the target's address, with its own linkage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alias {
+    pub name: FuncName,
+    pub target: FuncName,
+    pub linkage: Linkage,
+}
+
+/// What a name in the module stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symbol {
+    Function(FuncId),
+    /// Index into [`Module::aliases`].
+    Alias(usize),
+}
+
+/// Errors in building a module (the reader adds file and line).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ModuleError {
+    #[error("{0} is defined twice")]
+    DuplicateName(FuncName),
+    #[error("alias {alias} names {target}, which is not a function defined in the module")]
+    AliasTargetUndefined { alias: FuncName, target: FuncName },
+}
+
+/// A module of CLIF functions.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    functions: Vec<ModuleFunction>,
+    aliases: Vec<Alias>,
+    symbols: FxHashMap<FuncName, Symbol>,
+}
+
+impl Module {
+    pub fn new() -> Module {
+        Module::default()
+    }
+
+    /// Adds a defined function; its name is `func.name`.
+    pub fn define(
+        &mut self,
+        func: Function,
+        linkage: Linkage,
+        origin: Option<Origin>,
+    ) -> Result<FuncId, ModuleError> {
+        let name = FuncName::of_function(&func);
+        let id = FuncId(self.functions.len() as u32);
+        self.claim_name(&name, Symbol::Function(id))?;
+        self.functions.push(ModuleFunction {
+            name,
+            func,
+            linkage,
+            origin,
+        });
+        Ok(id)
+    }
+
+    /// Adds an alias; its target must already be defined (aliases are resolved at the end of
+    /// reading, so files may list them in any order).
+    pub fn add_alias(&mut self, alias: Alias) -> Result<(), ModuleError> {
+        if !matches!(self.symbols.get(&alias.target), Some(Symbol::Function(_))) {
+            return Err(ModuleError::AliasTargetUndefined {
+                alias: alias.name.clone(),
+                target: alias.target.clone(),
+            });
+        }
+        self.claim_name(&alias.name, Symbol::Alias(self.aliases.len()))?;
+        self.aliases.push(alias);
+        Ok(())
+    }
+
+    fn claim_name(&mut self, name: &FuncName, symbol: Symbol) -> Result<(), ModuleError> {
+        if self.symbols.contains_key(name) {
+            return Err(ModuleError::DuplicateName(name.clone()));
+        }
+        self.symbols.insert(name.clone(), symbol);
+        Ok(())
+    }
+
+    /// Sets the linkage of a function or alias; false when the name is not defined.
+    pub fn set_linkage(&mut self, name: &FuncName, linkage: Linkage) -> bool {
+        match self.lookup(name) {
+            Some(Symbol::Function(id)) => self.functions[id.index()].linkage = linkage,
+            Some(Symbol::Alias(i)) => self.aliases[i].linkage = linkage,
+            None => return false,
+        }
+        true
+    }
+
+    pub fn functions(&self) -> &[ModuleFunction] {
+        &self.functions
+    }
+
+    pub fn function(&self, id: FuncId) -> &ModuleFunction {
+        &self.functions[id.index()]
+    }
+
+    pub fn function_mut(&mut self, id: FuncId) -> &mut ModuleFunction {
+        &mut self.functions[id.index()]
+    }
+
+    pub fn aliases(&self) -> &[Alias] {
+        &self.aliases
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = FuncId> + use<> {
+        (0..self.functions.len() as u32).map(FuncId)
+    }
+
+    pub fn lookup(&self, name: &FuncName) -> Option<Symbol> {
+        self.symbols.get(name).copied()
+    }
+
+    /// The defined function a name stands for, through an alias if need be.
+    pub fn resolve(&self, name: &FuncName) -> Option<FuncId> {
+        match self.lookup(name)? {
+            Symbol::Function(id) => Some(id),
+            Symbol::Alias(i) => self.resolve_alias_target(&self.aliases[i].target),
+        }
+    }
+
+    fn resolve_alias_target(&self, target: &FuncName) -> Option<FuncId> {
+        match self.lookup(target)? {
+            Symbol::Function(id) => Some(id),
+            Symbol::Alias(_) => None,
+        }
+    }
+
+    /// The linkage of the symbol a name stands for (the alias's own for an alias).
+    pub fn linkage_of(&self, name: &FuncName) -> Option<Linkage> {
+        match self.lookup(name)? {
+            Symbol::Function(id) => Some(self.function(id).linkage),
+            Symbol::Alias(i) => Some(self.aliases[i].linkage),
+        }
+    }
+
+    /// Functions whose address is observable inside the module: named by `func_addr`, by a
+    /// `symbol` global value, or by an alias (an alias shares its target's address).
+    pub fn address_taken(&self) -> Vec<bool> {
+        let mut taken = vec![false; self.functions.len()];
+        for mf in &self.functions {
+            for name in addresses_named(&mf.func) {
+                if let Some(id) = self.resolve(&name) {
+                    taken[id.index()] = true;
+                }
+            }
+        }
+        for alias in &self.aliases {
+            if let Some(id) = self.resolve(&alias.target) {
+                taken[id.index()] = true;
+            }
+        }
+        taken
+    }
+
+    /// Replaces the body, name and linkage of every function; used by the merge actions.
+    pub(crate) fn replace_contents(&mut self, functions: Vec<ModuleFunction>, aliases: Vec<Alias>) {
+        let mut symbols = FxHashMap::default();
+        for (i, f) in functions.iter().enumerate() {
+            symbols.insert(f.name.clone(), Symbol::Function(FuncId(i as u32)));
+        }
+        for (i, a) in aliases.iter().enumerate() {
+            symbols.insert(a.name.clone(), Symbol::Alias(i));
+        }
+        self.functions = functions;
+        self.aliases = aliases;
+        self.symbols = symbols;
+    }
+
+    /// Takes the module apart (functions, aliases).
+    pub fn into_parts(self) -> (Vec<ModuleFunction>, Vec<Alias>) {
+        (self.functions, self.aliases)
+    }
+}
+
+/// The function names whose *address* `func` uses: `func_addr` operands and `symbol` globals.
+pub fn addresses_named(func: &Function) -> Vec<FuncName> {
+    let mut names = Vec::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
+                let ext = &func.dfg.ext_funcs[func_ref];
+                names.extend(FuncName::of_external(&ext.name, func));
+            }
+        }
+    }
+    for (_, gv) in func.global_values.iter() {
+        if let GlobalValueData::Symbol { name, .. } = gv {
+            names.extend(FuncName::of_external(name, func));
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for text in ["%foo", "%a_1", "u0:3", "u805306368:7"] {
+            assert_eq!(FuncName::parse(text).unwrap().to_string(), text);
+        }
+        for bad in ["%", "%a-b", "u0", "u:1", "ux:1", "u0:", "foo", "u0:1x"] {
+            assert_eq!(FuncName::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn user_names_order_numerically_before_testcase_names() {
+        let n = |s| FuncName::parse(s).unwrap();
+        assert!(n("u0:2") < n("u0:10"));
+        assert!(n("u0:10") < n("u1:0"));
+        assert!(n("u9:9") < n("%a"));
+        assert!(n("%a") < n("%b"));
+    }
+}

@@ -1,0 +1,336 @@
+//! Reading `.clif` (and `.clif.xz`) files into a [`Module`]: cranelift-reader parses, the CLIF
+//! verifier checks, and this module adds what the reader does not know: file names in messages,
+//! and the directives.
+//!
+//! # Directives
+//!
+//! A directive is a comment line whose first word is a known keyword:
+//!
+//! ```text
+//! ; linkage: %helper local        (export, hidden, local or preemptible)
+//! ; alias: %g = %f                (%g is a second name for the defined function %f)
+//! ```
+//!
+//! Directives may name functions of any input file; a malformed directive, or one naming no
+//! function, is an error. Other comments are just comments.
+
+use crate::module::{Alias, FuncName, Linkage, Module, ModuleError, Origin};
+use cranelift_codegen::ir::Function;
+use cranelift_codegen::ir::entities::AnyEntity;
+use cranelift_codegen::settings;
+use cranelift_reader::{ParseOptions, SourceMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// An error in the input, with the file and line it comes from (line 0: the file as a whole).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{}", self.render())]
+pub struct InputError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(file: &Path, line: usize, message: impl Into<String>) -> InputError {
+        InputError {
+            file: file.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    fn render(&self) -> String {
+        if self.line == 0 {
+            format!("{}: {}", self.file.display(), self.message)
+        } else {
+            format!("{}:{}: {}", self.file.display(), self.line, self.message)
+        }
+    }
+}
+
+/// How files are read.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions {
+    /// The linkage of functions no directive names.
+    pub default_linkage: Linkage,
+    /// Run the CLIF verifier on every function (on by default in the CLI).
+    pub verify: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            default_linkage: Linkage::Export,
+            verify: true,
+        }
+    }
+}
+
+/// One directive, where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Directive {
+    Linkage { name: FuncName, linkage: Linkage },
+    Alias { name: FuncName, target: FuncName },
+}
+
+#[derive(Clone, Debug)]
+struct PlacedDirective {
+    directive: Directive,
+    file: PathBuf,
+    line: usize,
+}
+
+/// Builds a module from any number of files; directives are applied once all are read.
+#[derive(Default)]
+pub struct ModuleReader {
+    options: ReadOptions,
+    module: Module,
+    directives: Vec<PlacedDirective>,
+}
+
+impl ModuleReader {
+    pub fn new(options: ReadOptions) -> Self {
+        ModuleReader {
+            options,
+            module: Module::new(),
+            directives: Vec::new(),
+        }
+    }
+
+    /// Reads a file from disk; `.xz` files are decompressed.
+    pub fn read_file(&mut self, path: &Path) -> Result<(), InputError> {
+        let text = read_text(path)?;
+        self.read_text(path, &text)
+    }
+
+    /// Reads CLIF text that came from `file`.
+    pub fn read_text(&mut self, file: &Path, text: &str) -> Result<(), InputError> {
+        for (line, parsed) in scan_directives(text) {
+            let directive = parsed.map_err(|msg| InputError::new(file, line, msg))?;
+            self.directives.push(PlacedDirective {
+                directive,
+                file: file.to_path_buf(),
+                line,
+            });
+        }
+        let options = ParseOptions::default();
+        let test = cranelift_reader::parse_test(text, options)
+            .map_err(|e| InputError::new(file, e.location.line_number, e.message.clone()))?;
+        let flags = settings::Flags::new(settings::builder());
+        for (func, details) in test.functions {
+            let line = details.location.line_number;
+            if self.options.verify {
+                verify(&func, &flags, &details.map, file, line)?;
+            }
+            let origin = Origin {
+                file: file.to_path_buf(),
+                line,
+            };
+            self.module
+                .define(func, self.options.default_linkage, Some(origin))
+                .map_err(|e| duplicate_error(&self.module, e, file, line))?;
+        }
+        Ok(())
+    }
+
+    /// Applies the directives and returns the module.
+    pub fn finish(mut self) -> Result<Module, InputError> {
+        let directives = std::mem::take(&mut self.directives);
+        for d in &directives {
+            if let Directive::Alias { name, target } = &d.directive {
+                let alias = Alias {
+                    name: name.clone(),
+                    target: target.clone(),
+                    linkage: self.options.default_linkage,
+                };
+                self.module.add_alias(alias).map_err(|e| {
+                    let msg = match e {
+                        ModuleError::DuplicateName(n) => {
+                            format!("alias {n} names a symbol that is already defined")
+                        }
+                        other => other.to_string(),
+                    };
+                    InputError::new(&d.file, d.line, msg)
+                })?;
+            }
+        }
+        let mut set: rustc_hash::FxHashMap<FuncName, (Linkage, &PlacedDirective)> =
+            Default::default();
+        for d in &directives {
+            if let Directive::Linkage { name, linkage } = &d.directive {
+                if let Some((earlier, at)) = set.get(name) {
+                    if earlier != linkage {
+                        let msg = format!(
+                            "{name} is given linkage {} here and {} at {}:{}",
+                            linkage.keyword(),
+                            earlier.keyword(),
+                            at.file.display(),
+                            at.line
+                        );
+                        return Err(InputError::new(&d.file, d.line, msg));
+                    }
+                }
+                set.insert(name.clone(), (*linkage, d));
+                if !self.module.set_linkage(name, *linkage) {
+                    let msg = format!("linkage directive names {name}, which is not defined");
+                    return Err(InputError::new(&d.file, d.line, msg));
+                }
+            }
+        }
+        Ok(self.module)
+    }
+}
+
+/// Reads every file into one module.
+pub fn read_files(paths: &[PathBuf], options: ReadOptions) -> Result<Module, InputError> {
+    let mut reader = ModuleReader::new(options);
+    for path in paths {
+        reader.read_file(path)?;
+    }
+    reader.finish()
+}
+
+/// The file's text: decompressed when it ends in `.xz`, and checked to be UTF-8.
+pub fn read_text(path: &Path) -> Result<String, InputError> {
+    let bytes = std::fs::read(path).map_err(|e| InputError::new(path, 0, e.to_string()))?;
+    let bytes = if path.extension().is_some_and(|e| e == "xz") {
+        let mut out = Vec::new();
+        xz2::read::XzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| InputError::new(path, 0, format!("cannot decompress: {e}")))?;
+        out
+    } else {
+        bytes
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        InputError::new(path, line, "the text is not valid UTF-8")
+    })
+}
+
+fn verify(
+    func: &Function,
+    flags: &settings::Flags,
+    map: &SourceMap,
+    file: &Path,
+    func_line: usize,
+) -> Result<(), InputError> {
+    let Err(errors) = cranelift_codegen::verify_function(func, flags) else {
+        return Ok(());
+    };
+    let first = &errors.0[0];
+    let line = entity_line(map, first.location).unwrap_or(func_line);
+    let context = first
+        .context
+        .as_deref()
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    let more = match errors.0.len() {
+        1 => String::new(),
+        n => format!(" (and {} more verifier errors)", n - 1),
+    };
+    let msg = format!(
+        "in function {}: verifier: {}{context}: {}{more}",
+        FuncName::of_function(func),
+        first.location,
+        first.message
+    );
+    Err(InputError::new(file, line, msg))
+}
+
+fn entity_line(map: &SourceMap, entity: AnyEntity) -> Option<usize> {
+    map.location(entity).map(|l| l.line_number)
+}
+
+fn duplicate_error(module: &Module, e: ModuleError, file: &Path, line: usize) -> InputError {
+    let msg = match &e {
+        ModuleError::DuplicateName(name) => match module
+            .resolve(name)
+            .and_then(|id| module.function(id).origin.clone())
+        {
+            Some(o) => format!(
+                "function {name} is defined twice: also at {}:{}",
+                o.file.display(),
+                o.line
+            ),
+            None => format!("{name} is defined twice"),
+        },
+        other => other.to_string(),
+    };
+    InputError::new(file, line, msg)
+}
+
+/// The directives in `text`, each with its line number (from 1), or what is wrong with it.
+pub fn scan_directives(text: &str) -> Vec<(usize, Result<Directive, String>)> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(comment) = line.trim_start().strip_prefix(';') else {
+            continue;
+        };
+        let comment = comment.trim_start_matches(';').trim();
+        let mut words = comment.split_whitespace();
+        let parsed = match words.next() {
+            Some("linkage:") => parse_linkage(words.collect()),
+            Some("alias:") => parse_alias(words.collect()),
+            _ => continue,
+        };
+        found.push((i + 1, parsed));
+    }
+    found
+}
+
+fn parse_name(word: &str) -> Result<FuncName, String> {
+    FuncName::parse(word)
+        .ok_or_else(|| format!("`{word}` is not a function name (expected %name or uN:M)"))
+}
+
+fn parse_linkage(words: Vec<&str>) -> Result<Directive, String> {
+    let [name, kind] = words[..] else {
+        return Err("malformed directive: expected `; linkage: NAME KIND`".into());
+    };
+    let linkage = Linkage::from_keyword(kind).ok_or_else(|| {
+        format!("unknown linkage `{kind}` (expected export, hidden, local or preemptible)")
+    })?;
+    Ok(Directive::Linkage {
+        name: parse_name(name)?,
+        linkage,
+    })
+}
+
+fn parse_alias(words: Vec<&str>) -> Result<Directive, String> {
+    let [name, "=", target] = words[..] else {
+        return Err("malformed directive: expected `; alias: NAME = TARGET`".into());
+    };
+    Ok(Directive::Alias {
+        name: parse_name(name)?,
+        target: parse_name(target)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_are_found_and_checked() {
+        let text = "; Word: not a directive\n; linkage: %f local\n;; alias: %g = %f\n\
+                    ; linkage: %f sideways\n; alias: %g %f\n; check: ; linkage: %x bad\n";
+        let found = scan_directives(text);
+        assert_eq!(found.len(), 4);
+        assert_eq!(
+            found[0],
+            (
+                2,
+                Ok(Directive::Linkage {
+                    name: FuncName::parse("%f").unwrap(),
+                    linkage: Linkage::Local
+                })
+            )
+        );
+        assert!(matches!(found[1], (3, Ok(Directive::Alias { .. }))));
+        assert!(matches!(&found[2], (4, Err(m)) if m.contains("unknown linkage")));
+        assert!(matches!(&found[3], (5, Err(m)) if m.contains("malformed")));
+    }
+}
