@@ -1,0 +1,128 @@
+//! Runs every `filetests/**/*.clif` file.
+//!
+//! A file starts with `test merge` and options (`mode=safe|aliases|thunks`,
+//! `default-linkage=export|hidden|local|preemptible`). The whole file is one module; it is
+//! merged, and the `; check:`, `; nextln:`, `; not:`, ... directives of its comment lines are
+//! checked (with the `filecheck` crate) against the text report followed by the `--emit-clif`
+//! output. The emitted CLIF must also read back and verify.
+
+use clif_merge::read::{ModuleReader, ReadOptions};
+use clif_merge::{Linkage, Mode, emit, merge_module, report};
+use std::path::{Path, PathBuf};
+
+struct TestOptions {
+    mode: Mode,
+    default_linkage: Linkage,
+}
+
+fn parse_test_line(text: &str) -> Result<TestOptions, String> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut words = first.split_whitespace();
+    if (words.next(), words.next()) != (Some("test"), Some("merge")) {
+        return Err("the first line must be `test merge [options]`".into());
+    }
+    let mut options = TestOptions {
+        mode: Mode::Safe,
+        default_linkage: Linkage::Export,
+    };
+    for word in words {
+        match word.split_once('=') {
+            Some(("mode", m)) => {
+                options.mode = Mode::from_keyword(m).ok_or(format!("unknown mode `{m}`"))?
+            }
+            Some(("default-linkage", l)) => {
+                options.default_linkage =
+                    Linkage::from_keyword(l).ok_or(format!("unknown linkage `{l}`"))?
+            }
+            _ => return Err(format!("unknown option `{word}`")),
+        }
+    }
+    Ok(options)
+}
+
+/// The text the directives are checked against: the report, then the merged module.
+fn run_file(path: &Path, text: &str) -> Result<String, String> {
+    let options = parse_test_line(text)?;
+    let mut reader = ModuleReader::new(ReadOptions {
+        default_linkage: options.default_linkage,
+        verify: true,
+    });
+    reader.read_text(path, text).map_err(|e| e.to_string())?;
+    let mut module = reader.finish().map_err(|e| e.to_string())?;
+    let (merge_report, _) = merge_module(&mut module, options.mode);
+    let clif = emit::module_to_clif(&module);
+    // The output must be CLIF that reads back and verifies, directives included.
+    let mut again = ModuleReader::new(ReadOptions::default());
+    again
+        .read_text(Path::new("<emitted>"), &clif)
+        .and_then(|()| again.finish().map(drop))
+        .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
+    Ok(format!("{}\n{clif}", report::to_text(&merge_report)))
+}
+
+fn check_file(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let output = run_file(path, &text)?;
+    let mut builder = filecheck::CheckerBuilder::new();
+    let mut directives = 0;
+    for line in text.lines() {
+        if let Some(comment) = line.trim_start().strip_prefix(';') {
+            let found = builder
+                .directive(comment)
+                .map_err(|e| format!("bad directive `{comment}`: {e}"))?;
+            directives += usize::from(found);
+        }
+    }
+    if directives == 0 {
+        return Err("no check directives: a test that cannot fail".into());
+    }
+    let checker = builder.finish();
+    let (ok, explanation) = checker
+        .explain(&output, filecheck::NO_VARIABLES)
+        .map_err(|e| e.to_string())?;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "directives failed:\n{explanation}\n--- output ---\n{output}"
+        ))
+    }
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "clif") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn filetests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests");
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    assert!(!files.is_empty(), "no filetests under {}", root.display());
+    let filter = std::env::var("FILETEST").unwrap_or_default();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for file in files.iter().filter(|f| f.to_string_lossy().contains(&filter)) {
+        ran += 1;
+        if let Err(e) = check_file(file) {
+            failures.push(format!("FAIL {}: {e}", file.display()));
+        }
+    }
+    println!("{ran} filetests ran, {} failed", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
