@@ -231,36 +231,42 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
 
     // Phase 2 of 3: the new list of functions, in module order.
     let (functions, old_aliases) = std::mem::take(module).into_parts();
-    let mut new_functions = Vec::with_capacity(functions.len());
-    let mut new_aliases = Vec::new();
-    for (i, mf) in functions.iter().enumerate() {
-        let id = FuncId(i as u32);
-        if let Some((of, name)) = copy_before.get(&id) {
+    let mut private_copies: FxHashMap<FuncId, ModuleFunction> = copy_before
+        .iter()
+        .map(|(&before, (of, name))| {
             let original = &functions[of.index()];
             let mut func = original.func.clone();
             func.name = name.to_user_func_name();
-            redirect_calls(&mut func, &redirect);
-            new_functions.push(ModuleFunction {
+            let copy = ModuleFunction {
                 name: name.clone(),
                 func,
                 linkage: Linkage::Local,
                 origin: original.origin.clone(),
-            });
+            };
+            (before, copy)
+        })
+        .collect();
+    let mut new_functions = Vec::with_capacity(functions.len());
+    let mut new_aliases = Vec::new();
+    for (i, mut mf) in functions.into_iter().enumerate() {
+        let id = FuncId(i as u32);
+        if let Some(mut copy) = private_copies.remove(&id) {
+            redirect_calls(&mut copy.func, &redirect);
+            new_functions.push(copy);
         }
-        match action_of.get(&id) {
+        match action_of.remove(&id) {
             None => {
-                let mut func = mf.func.clone();
-                redirect_calls(&mut func, &redirect);
-                new_functions.push(ModuleFunction { func, ..mf.clone() });
+                redirect_calls(&mut mf.func, &redirect);
+                new_functions.push(mf);
             }
             Some((Action::Removed, _)) => {}
-            Some((Action::Thunk, f)) => new_functions.push(ModuleFunction {
-                func: write_thunk(&mf.name, &mf.func.signature, f),
-                ..mf.clone()
-            }),
+            Some((Action::Thunk, f)) => {
+                mf.func = write_thunk(&mf.name, &mf.func.signature, &f);
+                new_functions.push(mf);
+            }
             Some((Action::Alias, f)) => new_aliases.push(Alias {
-                name: mf.name.clone(),
-                target: f.clone(),
+                name: mf.name,
+                target: f,
                 linkage: mf.linkage,
             }),
         }
