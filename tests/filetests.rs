@@ -117,7 +117,10 @@ fn filetests() {
     let filter = std::env::var("FILETEST").unwrap_or_default();
     let mut failures = Vec::new();
     let mut ran = 0;
-    for file in files.iter().filter(|f| f.to_string_lossy().contains(&filter)) {
+    for file in files
+        .iter()
+        .filter(|f| f.to_string_lossy().contains(&filter))
+    {
         ran += 1;
         if let Err(e) = check_file(file) {
             failures.push(format!("FAIL {}: {e}", file.display()));
