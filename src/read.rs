@@ -115,8 +115,15 @@ impl ModuleReader {
             });
         }
         let options = ParseOptions::default();
-        let test = cranelift_reader::parse_test(text, options)
-            .map_err(|e| InputError::new(file, e.location.line_number, e.message.clone()))?;
+        let test = cranelift_reader::parse_test(text, options).map_err(|e| {
+            // The reader goes on lexing past a bad character and reports it where parsing
+            // stopped; find the character's own line.
+            let line = match e.message.as_str() {
+                "invalid character" => invalid_char_line(text).unwrap_or(e.location.line_number),
+                _ => e.location.line_number,
+            };
+            InputError::new(file, line, e.message.clone())
+        })?;
         let flags = settings::Flags::new(settings::builder());
         for (func, details) in test.functions {
             let line = details.location.line_number;
@@ -196,7 +203,7 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     let bytes = std::fs::read(path).map_err(|e| InputError::new(path, 0, e.to_string()))?;
     let bytes = if path.extension().is_some_and(|e| e == "xz") {
         let mut out = Vec::new();
-        xz2::read::XzDecoder::new(&bytes[..])
+        xz2::read::XzDecoder::new_multi_decoder(&bytes[..])
             .read_to_end(&mut out)
             .map_err(|e| InputError::new(path, 0, format!("cannot decompress: {e}")))?;
         out
@@ -208,6 +215,41 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
         InputError::new(path, line, "the text is not valid UTF-8")
     })
+}
+
+/// The line of the first character the CLIF lexer rejects, outside comments and strings.
+fn invalid_char_line(text: &str) -> Option<usize> {
+    let mut line = 1;
+    let mut chars = text.chars().peekable();
+    let mut in_word = false;
+    while let Some(c) = chars.next() {
+        let word_char = c.is_ascii_alphanumeric() || (in_word && c == '_');
+        match c {
+            '\n' => line += 1,
+            ';' => while chars.next_if(|&c| c != '\n').is_some() {},
+            '"' => {
+                let start = line;
+                loop {
+                    match chars.next() {
+                        None => return Some(start),
+                        Some('"') => break,
+                        Some('\n') => line += 1,
+                        Some(_) => {}
+                    }
+                }
+            }
+            '%' | '#' | '@' => {
+                in_word = true;
+                continue;
+            }
+            _ if word_char => {}
+            '(' | ')' | '{' | '}' | '[' | ']' | '<' | '>' | ',' | '.' | ':' | '=' | '!' | '+'
+            | '*' | '-' | ' ' | '\t' | '\r' | '\x0b' | '\x0c' => {}
+            _ => return Some(line),
+        }
+        in_word = word_char;
+    }
+    None
 }
 
 fn verify(
@@ -312,6 +354,17 @@ fn parse_alias(words: Vec<&str>) -> Result<Directive, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_characters_are_found_on_their_line() {
+        assert_eq!(invalid_char_line("a b\n  v1 = iadd v0 $\n"), Some(2));
+        assert_eq!(
+            invalid_char_line("; $ in a comment\n\"$ in a string\"\nu0:1_x\n"),
+            None
+        );
+        assert_eq!(invalid_char_line("x\n_start\n"), Some(2));
+        assert_eq!(invalid_char_line("x\n\u{feff}y"), Some(2));
+    }
 
     #[test]
     fn directives_are_found_and_checked() {

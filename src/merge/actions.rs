@@ -17,7 +17,7 @@ use super::{Classes, Mode};
 use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
-    ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Signature,
+    ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Opcode, Signature,
 };
 use cranelift_codegen::isa::CallConv;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -127,12 +127,7 @@ pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport 
 
 fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
     let address_taken = module.address_taken();
-    let mut taken_names: FxHashSet<FuncName> = module
-        .functions()
-        .iter()
-        .map(|f| f.name.clone())
-        .chain(module.aliases().iter().map(|a| a.name.clone()))
-        .collect();
+    let mut taken_names = names_in_use(module);
     classes
         .classes
         .iter()
@@ -153,10 +148,77 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
                     let linkage = module.function(g).linkage;
                     (g, action_for(mode, linkage, address_taken[g.index()]))
                 })
+                // A function that already only forwards its arguments gains nothing from
+                // becoming a thunk (it is one); leaving it keeps the pass idempotent.
+                .filter(|&(g, action)| {
+                    action != Action::Thunk || !is_forwarding_thunk(&module.function(g).func)
+                })
                 .collect();
             ClassPlan { kept, replaced }
         })
+        .filter(|plan| !plan.replaced.is_empty())
         .collect()
+}
+
+/// Every name the module defines or refers to: a new name must be none of them, or a call to an
+/// imported function could end up calling the new one.
+fn names_in_use(module: &Module) -> FxHashSet<FuncName> {
+    let mut names: FxHashSet<FuncName> = FxHashSet::default();
+    for mf in module.functions() {
+        names.insert(mf.name.clone());
+        let func = &mf.func;
+        for ext in func.dfg.ext_funcs.values() {
+            names.extend(FuncName::of_external(&ext.name, func));
+        }
+        for gv in func.global_values.values() {
+            if let cranelift_codegen::ir::GlobalValueData::Symbol { name, .. } = gv {
+                names.extend(FuncName::of_external(name, func));
+            }
+        }
+    }
+    names.extend(
+        module
+            .aliases()
+            .iter()
+            .flat_map(|a| [a.name.clone(), a.target.clone()]),
+    );
+    names
+}
+
+/// Whether `func` only passes its parameters, in order, to one direct call and returns that
+/// call's results: the shape of a thunk.
+pub fn is_forwarding_thunk(func: &Function) -> bool {
+    let mut blocks = func.layout.blocks();
+    let (Some(entry), None) = (blocks.next(), blocks.next()) else {
+        return false;
+    };
+    let params = func.dfg.block_params(entry);
+    let insts: Vec<_> = func.layout.block_insts(entry).collect();
+    let forwards = |args: &[cranelift_codegen::ir::Value]| args == params;
+    match insts[..] {
+        [only] => match func.dfg.insts[only] {
+            InstructionData::Call {
+                opcode: Opcode::ReturnCall,
+                args,
+                ..
+            } => forwards(args.as_slice(&func.dfg.value_lists)),
+            _ => false,
+        },
+        [call, ret] => {
+            let is_call = matches!(
+                func.dfg.insts[call],
+                InstructionData::Call { opcode: Opcode::Call, args, .. }
+                    if forwards(args.as_slice(&func.dfg.value_lists))
+            );
+            let returns_results = matches!(
+                func.dfg.insts[ret],
+                InstructionData::MultiAry { opcode: Opcode::Return, args }
+                    if args.as_slice(&func.dfg.value_lists) == func.dfg.inst_results(call)
+            );
+            is_call && returns_results
+        }
+        _ => false,
+    }
 }
 
 /// A fresh testcase name for a private copy of `of`: `%<of>_merged`, numbered if taken.
