@@ -4,7 +4,8 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
-use clif_merge::{Linkage, Mode, ReadOptions, emit, merge_module, read, report};
+use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
+use clif_merge::{Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -41,6 +42,35 @@ struct Opts {
     /// `pass-time-ms:` for the merging pass as a whole.
     #[arg(long)]
     time_passes: bool,
+
+    /// Compile the merged module and write a relocatable object to PATH.
+    #[arg(short = 'o', value_name = "PATH")]
+    output: Option<PathBuf>,
+
+    /// Target of the object (default: the host). One of x86_64-unknown-linux-gnu,
+    /// aarch64-unknown-linux-gnu, x86_64-apple-darwin, aarch64-apple-darwin.
+    #[arg(long, value_name = "TRIPLE")]
+    target: Option<String>,
+
+    /// Cranelift's optimization level for the object.
+    #[arg(long, value_enum, default_value_t = OptLevelArg::Speed)]
+    opt_level: OptLevelArg,
+
+    /// One text section per function, so that a linker's --gc-sections and --icf can work;
+    /// on ELF also writes an .llvm_addrsig table.
+    #[arg(long)]
+    function_sections: bool,
+
+    /// Also compile the module without merging, to report `text_bytes_unmerged`.
+    #[arg(long)]
+    size_baseline: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OptLevelArg {
+    None,
+    Speed,
+    SpeedAndSize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -99,6 +129,29 @@ fn run(opts: Opts) -> Result<()> {
     if let Some(path) = opts.emit_clif.as_deref().filter(|_| !clif_to_stdout) {
         check_output_dir(path)?;
     }
+    if let Some(path) = opts.output.as_deref() {
+        check_output_dir(path)?;
+    }
+    let object_options = match &opts.output {
+        None if opts.target.is_some() || opts.size_baseline || opts.function_sections => {
+            bail!("--target, --function-sections and --size-baseline need -o PATH")
+        }
+        None => None,
+        Some(_) => Some(ObjectOptions {
+            target: match &opts.target {
+                Some(t) => obj::parse_target(t)?,
+                None => obj::host_target()?,
+            },
+            opt_level: match opts.opt_level {
+                OptLevelArg::None => OptLevel::None,
+                OptLevelArg::Speed => OptLevel::Speed,
+                OptLevelArg::SpeedAndSize => OptLevel::SpeedAndSize,
+            },
+            function_sections: opts.function_sections,
+            mode,
+            fold_machine_code: true,
+        }),
+    };
 
     let mut phases: Vec<(&str, Duration)> = Vec::new();
     let start = Instant::now();
@@ -109,20 +162,51 @@ fn run(opts: Opts) -> Result<()> {
     let mut module = read::read_files(&opts.files, options)?;
     phases.push(("read-and-verify", start.elapsed()));
 
+    let unmerged = opts.size_baseline.then(|| module.clone());
     let (merge_report, times) = merge_module(&mut module, mode);
     phases.push(("hash", times.hashing));
     phases.push(("compare", times.comparing));
     phases.push(("merge", times.merging));
 
     let start = Instant::now();
+    let object = match &object_options {
+        None => None,
+        Some(options) => {
+            let removed = merge_report
+                .classes
+                .iter()
+                .flat_map(|c| &c.replaced)
+                .filter(|r| r.by == Action::Removed)
+                .count();
+            let mut out = obj::write_object(&module, removed, options)?;
+            if let Some(unmerged) = &unmerged {
+                let baseline = ObjectOptions {
+                    fold_machine_code: false,
+                    ..options.clone()
+                };
+                let base = obj::write_object(unmerged, 0, &baseline)?;
+                out.report.text_bytes_unmerged = Some(base.report.text_bytes);
+            }
+            Some(out)
+        }
+    };
+    if object.is_some() {
+        phases.push(("compile-and-object", start.elapsed()));
+    }
+
+    let start = Instant::now();
     let clif = opts
         .emit_clif
         .as_ref()
         .map(|_| emit::module_to_clif(&module));
+    let object_report = object.as_ref().map(|o| &o.report);
     let report_text = report_format.map(|f| match f {
-        ReportFormat::Json => report::to_json(&merge_report) + "\n",
-        ReportFormat::Text => report::to_text(&merge_report),
+        ReportFormat::Json => report::to_json(&merge_report, object_report) + "\n",
+        ReportFormat::Text => report::to_text(&merge_report, object_report),
     });
+    if let (Some(path), Some(object)) = (&opts.output, &object) {
+        write_atomically(path, &object.bytes)?;
+    }
     let mut stdout = std::io::stdout().lock();
     match (&opts.emit_clif, clif) {
         (Some(path), Some(clif)) if !clif_to_stdout => write_atomically(path, clif.as_bytes())?,

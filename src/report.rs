@@ -1,15 +1,21 @@
 //! The report of a merge, for tools (JSON, a stable contract) and for people (text).
 
+use crate::emit::object::ObjectReport;
 use crate::merge::MergeReport;
 use std::fmt::Write;
 
-/// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`.
-pub fn to_json(report: &MergeReport) -> String {
-    serde_json::to_string_pretty(report).expect("a report always serializes")
+/// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`, and
+/// `object` when an object was written.
+pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
+    let mut value = serde_json::to_value(report).expect("a report always serializes");
+    if let Some(object) = object {
+        value["object"] = serde_json::to_value(object).expect("a report always serializes");
+    }
+    serde_json::to_string_pretty(&value).expect("a report always serializes")
 }
 
-/// A summary line, then one block per class.
-pub fn to_text(report: &MergeReport) -> String {
+/// A summary line, then one block per class, then the object's figures.
+pub fn to_text(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -23,6 +29,26 @@ pub fn to_text(report: &MergeReport) -> String {
         for r in &class.replaced {
             let _ = writeln!(out, "  {} {}", r.by.keyword(), r.name);
         }
+    }
+    if let Some(o) = object {
+        let _ = writeln!(
+            out,
+            "object: {} ({}), text bytes: {}{}",
+            o.target,
+            o.format,
+            o.text_bytes,
+            o.text_bytes_unmerged
+                .map(|u| format!(
+                    " (unmerged: {u}, saved: {})",
+                    u as i64 - o.text_bytes as i64
+                ))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "compiled: {}, aliases: {}, thunks: {}, removed: {}, folded machine code: {}",
+            o.functions_compiled, o.aliases, o.thunks, o.removed, o.folded_machine_code
+        );
     }
     out
 }

@@ -61,7 +61,7 @@ fn run_file(path: &Path, text: &str) -> Result<String, String> {
         .read_text(Path::new("<emitted>"), &clif)
         .and_then(|()| again.finish().map(drop))
         .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
-    Ok(format!("{}\n{clif}", report::to_text(&merge_report)))
+    Ok(format!("{}\n{clif}", report::to_text(&merge_report, None)))
 }
 
 fn check_file(path: &Path) -> Result<(), String> {

@@ -160,11 +160,18 @@ pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Class
     times.hashing += start.elapsed();
 
     let start = Instant::now();
-    let mut refiner = Refiner::new(&fingerprints, &hashes);
-    refiner.refine();
-    let classes = refiner.classes();
+    let classes = refine_classes(&fingerprints, &hashes);
     times.comparing += start.elapsed();
     classes
+}
+
+/// The classes of equal fingerprints, where class references are equal when they refer to
+/// functions of one class (steps 2 and 3 of the module docs). `fingerprints[i]` is function
+/// `FuncId(i)`; `hashes[i]` its hash.
+pub fn refine_classes(fingerprints: &[Fingerprint], hashes: &[u64]) -> Classes {
+    let mut refiner = Refiner::new(fingerprints, hashes);
+    refiner.refine();
+    refiner.classes()
 }
 
 /// A key in `fn_tree`: the order of fingerprints with class references ignored.

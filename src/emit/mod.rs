@@ -1,0 +1,6 @@
+//! Writing the merged module: as CLIF text (`clif`) or as a relocatable object (`object`).
+
+pub mod clif;
+pub mod object;
+
+pub use clif::module_to_clif;
