@@ -378,7 +378,9 @@ fn thunk_target(func: &Function) -> Option<FuncName> {
     if func.dfg.signatures[ext.signature] != func.signature {
         return None;
     }
-    FuncName::of_external(&ext.name, func)
+    // A function forwarding to itself recurses until the stack overflows; a jump to itself
+    // would loop instead.
+    FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))
 }
 
 /// Phase 3: folds compiled functions with identical code; returns how many were folded.
