@@ -55,12 +55,24 @@ fn run_file(path: &Path, text: &str) -> Result<String, String> {
     let mut module = reader.finish().map_err(|e| e.to_string())?;
     let (merge_report, _) = merge_module(&mut module, options.mode);
     let clif = emit::module_to_clif(&module);
-    // The output must be CLIF that reads back and verifies, directives included.
+    // The output must be CLIF that reads back and verifies, directives included, and every
+    // function must read back as exactly the function that was written.
     let mut again = ModuleReader::new(ReadOptions::default());
     again
         .read_text(Path::new("<emitted>"), &clif)
-        .and_then(|()| again.finish().map(drop))
         .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
+    let reread = again
+        .finish()
+        .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
+    for (written, read) in module.functions().iter().zip(reread.functions()) {
+        if clif_merge::compare(&written.func, &read.func).is_ne() {
+            return Err(format!(
+                "{} reads back as a different function:\n{}",
+                written.name,
+                read.func.display()
+            ));
+        }
+    }
     Ok(format!("{}\n{clif}", report::to_text(&merge_report, None)))
 }
 
