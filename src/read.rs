@@ -127,6 +127,13 @@ impl ModuleReader {
         let flags = settings::Flags::new(settings::builder());
         for (func, details) in test.functions {
             let line = details.location.line_number;
+            if func.layout.entry_block().is_none() {
+                let msg = format!(
+                    "function {} has no blocks: a defined function needs a body",
+                    FuncName::of_function(&func)
+                );
+                return Err(InputError::new(file, line, msg));
+            }
             if self.options.verify {
                 verify(&func, &flags, &details.map, file, line)?;
             }

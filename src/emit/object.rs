@@ -323,9 +323,23 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
         }
         ctx.clear();
         ctx.func = slots.renamed(&mf.func);
-        let compiled = ctx
-            .compile(isa, &mut ControlPlane::default())
-            .map_err(|e| anyhow!("cannot compile {}: {:?}", mf.name, e.inner))?;
+        // Cranelift may panic on input it verified but cannot lower; that is an error about
+        // this function, not a crash of the tool.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ctx.compile(isa, &mut ControlPlane::default())
+                .map(|_| ())
+                .map_err(|e| format!("{:?}", e.inner))
+        }));
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => bail!("cannot compile {}: {e}", describe(mf)),
+            Err(panic) => bail!(
+                "cannot compile {}: Cranelift failed: {}",
+                describe(mf),
+                panic_message(&*panic)
+            ),
+        }
+        let compiled = ctx.compiled_code().expect("compiled above");
         let bytes = compiled.buffer.data().to_vec();
         let alignment = u64::from(compiled.buffer.alignment);
         let mach_relocs = compiled.buffer.relocs().to_vec();
@@ -361,6 +375,23 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
         });
     }
     Ok(out)
+}
+
+fn describe(mf: &crate::module::ModuleFunction) -> String {
+    match &mf.origin {
+        Some(o) => format!("{} ({}:{})", mf.name, o.file.display(), o.line),
+        None => mf.name.to_string(),
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic".to_string()
+    }
 }
 
 /// The function a forwarding thunk jumps to, when the callee has exactly `func`'s signature (so
