@@ -219,6 +219,48 @@ pub enum Symbol {
     Alias(usize),
 }
 
+/// Names to symbols, looked up without building a [`FuncName`] (the merge driver looks up every
+/// callee of every function).
+#[derive(Clone, Debug, Default)]
+struct SymbolTable {
+    user: FxHashMap<(u32, u32), Symbol>,
+    testcase: FxHashMap<Box<str>, Symbol>,
+}
+
+impl SymbolTable {
+    fn get(&self, name: &FuncName) -> Option<Symbol> {
+        match name {
+            FuncName::User { namespace, index } => self.user.get(&(*namespace, *index)).copied(),
+            FuncName::Testcase(t) => self.testcase.get(t).copied(),
+        }
+    }
+
+    fn get_external(&self, name: &ExternalName, func: &Function) -> Option<Symbol> {
+        match name {
+            ExternalName::User(r) => {
+                let u = &func.params.user_named_funcs()[*r];
+                self.user.get(&(u.namespace, u.index)).copied()
+            }
+            ExternalName::TestCase(t) => {
+                let text = std::str::from_utf8(t.raw()).ok()?;
+                self.testcase.get(text).copied()
+            }
+            ExternalName::LibCall(_) | ExternalName::KnownSymbol(_) => None,
+        }
+    }
+
+    fn insert(&mut self, name: &FuncName, symbol: Symbol) {
+        match name {
+            FuncName::User { namespace, index } => {
+                self.user.insert((*namespace, *index), symbol);
+            }
+            FuncName::Testcase(t) => {
+                self.testcase.insert(t.clone(), symbol);
+            }
+        }
+    }
+}
+
 /// Errors in building a module (the reader adds file and line).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ModuleError {
@@ -233,7 +275,7 @@ pub enum ModuleError {
 pub struct Module {
     functions: Vec<ModuleFunction>,
     aliases: Vec<Alias>,
-    symbols: FxHashMap<FuncName, Symbol>,
+    symbols: SymbolTable,
 }
 
 impl Module {
@@ -275,10 +317,10 @@ impl Module {
     }
 
     fn claim_name(&mut self, name: &FuncName, symbol: Symbol) -> Result<(), ModuleError> {
-        if self.symbols.contains_key(name) {
+        if self.symbols.get(name).is_some() {
             return Err(ModuleError::DuplicateName(name.clone()));
         }
-        self.symbols.insert(name.clone(), symbol);
+        self.symbols.insert(name, symbol);
         Ok(())
     }
 
@@ -313,15 +355,25 @@ impl Module {
     }
 
     pub fn lookup(&self, name: &FuncName) -> Option<Symbol> {
-        self.symbols.get(name).copied()
+        self.symbols.get(name)
+    }
+
+    /// What an external name inside `func` stands for, if it names a symbol of the module.
+    pub fn lookup_external(&self, name: &ExternalName, func: &Function) -> Option<Symbol> {
+        self.symbols.get_external(name, func)
+    }
+
+    /// The defined function a symbol stands for, through an alias if need be.
+    pub fn resolve_symbol(&self, symbol: Symbol) -> Option<FuncId> {
+        match symbol {
+            Symbol::Function(id) => Some(id),
+            Symbol::Alias(i) => self.resolve_alias_target(&self.aliases[i].target),
+        }
     }
 
     /// The defined function a name stands for, through an alias if need be.
     pub fn resolve(&self, name: &FuncName) -> Option<FuncId> {
-        match self.lookup(name)? {
-            Symbol::Function(id) => Some(id),
-            Symbol::Alias(i) => self.resolve_alias_target(&self.aliases[i].target),
-        }
+        self.resolve_symbol(self.lookup(name)?)
     }
 
     fn resolve_alias_target(&self, target: &FuncName) -> Option<FuncId> {
@@ -343,10 +395,27 @@ impl Module {
     /// `symbol` global value, or by an alias (an alias shares its target's address).
     pub fn address_taken(&self) -> Vec<bool> {
         let mut taken = vec![false; self.functions.len()];
+        let mut mark = |name: &ExternalName, func: &Function| {
+            let symbol = self.lookup_external(name, func);
+            if let Some(id) = symbol.and_then(|s| self.resolve_symbol(s)) {
+                taken[id.index()] = true;
+            }
+        };
         for mf in &self.functions {
-            for name in addresses_named(&mf.func) {
-                if let Some(id) = self.resolve(&name) {
-                    taken[id.index()] = true;
+            let func = &mf.func;
+            for gv in func.global_values.values() {
+                if let GlobalValueData::Symbol { name, .. } = gv {
+                    mark(name, func);
+                }
+            }
+            if func.dfg.ext_funcs.is_empty() {
+                continue;
+            }
+            for block in func.layout.blocks() {
+                for inst in func.layout.block_insts(block) {
+                    if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
+                        mark(&func.dfg.ext_funcs[func_ref].name, func);
+                    }
                 }
             }
         }
@@ -360,12 +429,12 @@ impl Module {
 
     /// Replaces the body, name and linkage of every function; used by the merge actions.
     pub(crate) fn replace_contents(&mut self, functions: Vec<ModuleFunction>, aliases: Vec<Alias>) {
-        let mut symbols = FxHashMap::default();
+        let mut symbols = SymbolTable::default();
         for (i, f) in functions.iter().enumerate() {
-            symbols.insert(f.name.clone(), Symbol::Function(FuncId(i as u32)));
+            symbols.insert(&f.name, Symbol::Function(FuncId(i as u32)));
         }
         for (i, a) in aliases.iter().enumerate() {
-            symbols.insert(a.name.clone(), Symbol::Alias(i));
+            symbols.insert(&a.name, Symbol::Alias(i));
         }
         self.functions = functions;
         self.aliases = aliases;

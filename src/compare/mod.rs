@@ -28,7 +28,9 @@
 //!    stack (LLVM's walk). Unreachable blocks are never met, so they do not count; the layout order
 //!    of blocks and the numbers of values and blocks in the text do not count either.
 //!    Per block: its number, its parameters (serial number and type), the cold flag, the
-//!    instruction count. Per instruction: opcode, controlling type, every operand and immediate in
+//!    instruction count. Per instruction: opcode, controlling type (written only for instructions
+//!    without results: otherwise it is the type of a result or an operand, and every value's type
+//!    is written where the value is defined), every operand and immediate in
 //!    `InstructionData` (values by serial number, integer immediates, float immediates by their
 //!    bits, condition codes, memory flags with their alias region, trap codes, offsets, atomic
 //!    ops, branch targets with their arguments), then its results (serial number and type).
@@ -442,9 +444,14 @@ impl Walk<'_> {
         let dfg = &func.dfg;
         let data = dfg.insts[inst];
         self.push(data.opcode() as u32);
-        self.push_type(dfg.ctrl_typevar(inst));
-        self.instruction_fields(&data);
         let results = dfg.inst_results(inst);
+        // The controlling type is the type of a result or of an operand, which are compared with
+        // their definitions; it is written again only where there is no result, because asking
+        // for it costs a quarter of the walk.
+        if results.is_empty() {
+            self.push_type(dfg.ctrl_typevar(inst));
+        }
+        self.instruction_fields(&data);
         self.push(results.len() as u32);
         for &r in results {
             self.value_def(r);

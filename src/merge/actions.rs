@@ -14,7 +14,7 @@
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 
 use super::{Classes, Mode};
-use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
+use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction, Symbol};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
     ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Opcode, Signature,
@@ -119,6 +119,9 @@ impl ClassPlan {
 
 /// Decides and applies the merges of `classes`; returns the report.
 pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport {
+    if classes.classes.is_empty() {
+        return report(module, &[]);
+    }
     let plans = decide(module, classes, mode);
     let report = report(module, &plans);
     rewrite(module, &plans);
@@ -127,7 +130,8 @@ pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport 
 
 fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
     let address_taken = module.address_taken();
-    let mut taken_names = names_in_use(module);
+    // Only needed to name private copies, which are rare.
+    let mut taken_names: Option<FxHashSet<FuncName>> = None;
     classes
         .classes
         .iter()
@@ -136,7 +140,8 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
             members.sort_by(|&a, &b| kept_order(module.function(a), module.function(b)));
             let first = members[0];
             let kept = if module.function(first).linkage.is_preemptible() {
-                let name = private_name(&module.function(first).name, &mut taken_names);
+                let taken = taken_names.get_or_insert_with(|| names_in_use(module));
+                let name = private_name(&module.function(first).name, taken);
                 Kept::PrivateCopy { of: first, name }
             } else {
                 members.remove(0);
@@ -274,7 +279,7 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     // Phase 1 of 3: what each function becomes, and where calls go.
     let mut action_of: FxHashMap<FuncId, (Action, FuncName)> = FxHashMap::default();
     let mut copy_before: FxHashMap<FuncId, (FuncId, FuncName)> = FxHashMap::default();
-    let mut redirect: FxHashMap<FuncName, FuncName> = FxHashMap::default();
+    let mut redirect: Vec<Option<FuncName>> = vec![None; module.functions().len()];
     for plan in plans {
         let kept = plan.kept_name(module).clone();
         for &(g, action) in &plan.replaced {
@@ -282,7 +287,7 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
             action_of.insert(g, (action, kept.clone()));
             // A preemptible function's callers keep calling it: it may be replaced at link time.
             if !g_fn.linkage.is_preemptible() {
-                redirect.insert(g_fn.name.clone(), kept.clone());
+                redirect[g.index()] = Some(kept.clone());
             }
         }
         if let Kept::PrivateCopy { of, name } = &plan.kept {
@@ -290,6 +295,14 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
             copy_before.insert(first, (*of, name.clone()));
         }
     }
+
+    // The declarations to point elsewhere, per function (found before the module is taken
+    // apart, while names can be looked up).
+    let redirects: Vec<Vec<(FuncRef, FuncName)>> = module
+        .functions()
+        .iter()
+        .map(|mf| redirects_in(module, &mf.func, &redirect))
+        .collect();
 
     // Phase 2 of 3: the new list of functions, in module order.
     let (functions, old_aliases) = std::mem::take(module).into_parts();
@@ -313,12 +326,13 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     for (i, mut mf) in functions.into_iter().enumerate() {
         let id = FuncId(i as u32);
         if let Some(mut copy) = private_copies.remove(&id) {
-            redirect_calls(&mut copy.func, &redirect);
+            let of = copy_before[&id].0;
+            redirect_calls(&mut copy.func, &redirects[of.index()]);
             new_functions.push(copy);
         }
         match action_of.remove(&id) {
             None => {
-                redirect_calls(&mut mf.func, &redirect);
+                redirect_calls(&mut mf.func, &redirects[i]);
                 new_functions.push(mf);
             }
             Some((Action::Removed, _)) => {}
@@ -350,9 +364,27 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     module.replace_contents(new_functions, aliases);
 }
 
-/// Points every call (not address) of a redirected function at its class's kept function.
-fn redirect_calls(func: &mut Function, redirect: &FxHashMap<FuncName, FuncName>) {
-    if redirect.is_empty() {
+/// The declarations of `func` that name a function whose calls go to another, with the name
+/// they go to.
+fn redirects_in(
+    module: &Module,
+    func: &Function,
+    redirect: &[Option<FuncName>],
+) -> Vec<(FuncRef, FuncName)> {
+    let mut out = Vec::new();
+    for (fr, ext) in func.dfg.ext_funcs.iter() {
+        if let Some(Symbol::Function(id)) = module.lookup_external(&ext.name, func)
+            && let Some(target) = &redirect[id.index()]
+        {
+            out.push((fr, target.clone()));
+        }
+    }
+    out
+}
+
+/// Points every call (not address) through the declarations in `redirects` at their new name.
+fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, FuncName)]) {
+    if redirects.is_empty() {
         return;
     }
     // A declaration also used by `func_addr` must keep its name: the address is G's.
@@ -365,24 +397,17 @@ fn redirect_calls(func: &mut Function, redirect: &FxHashMap<FuncName, FuncName>)
         }
     }
     let mut call_target: FxHashMap<FuncRef, FuncRef> = FxHashMap::default();
-    let refs: Vec<FuncRef> = func.dfg.ext_funcs.keys().collect();
-    for fr in refs {
-        let Some(name) = FuncName::of_external(&func.dfg.ext_funcs[fr].name, func) else {
-            continue;
-        };
-        let Some(target) = redirect.get(&name) else {
-            continue;
-        };
+    for (fr, target) in redirects {
         let new_name = target.to_external(func);
-        if address_uses.contains(&fr) {
+        if address_uses.contains(fr) {
             let data = ExtFuncData {
                 name: new_name,
-                ..func.dfg.ext_funcs[fr].clone()
+                ..func.dfg.ext_funcs[*fr].clone()
             };
             let new_ref = func.dfg.ext_funcs.push(data);
-            call_target.insert(fr, new_ref);
+            call_target.insert(*fr, new_ref);
         } else {
-            func.dfg.ext_funcs[fr].name = new_name;
+            func.dfg.ext_funcs[*fr].name = new_name;
         }
     }
     if call_target.is_empty() {

@@ -38,7 +38,7 @@
 pub mod actions;
 
 use crate::compare::{self, Fingerprint, FingerprintWriter, NameKey, RefKind, Resolver};
-use crate::module::{FuncId, FuncName, Module, Symbol};
+use crate::module::{FuncId, Module, Symbol};
 use cranelift_codegen::ir::{ExternalName, Function};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -99,10 +99,7 @@ impl<'m> ModuleResolver<'m> {
 
 impl Resolver for ModuleResolver<'_> {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
-        let Some(name) = FuncName::of_external(name, func) else {
-            return NameKey::Identity;
-        };
-        let Some(symbol) = self.module.lookup(&name) else {
+        let Some(symbol) = self.module.lookup_external(name, func) else {
             return NameKey::Identity;
         };
         let preemptible = match symbol {
@@ -116,7 +113,7 @@ impl Resolver for ModuleResolver<'_> {
             RefKind::Call => true,
             RefKind::Address => self.mode == Mode::Aliases,
         };
-        match (by_class, self.module.resolve(&name)) {
+        match (by_class, self.module.resolve_symbol(symbol)) {
             (true, Some(id)) => NameKey::Class(id),
             _ => NameKey::Identity,
         }
