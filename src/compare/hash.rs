@@ -8,10 +8,10 @@
 
 use super::Fingerprint;
 
-const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[inline]
-fn mix(h: u64, x: u64) -> u64 {
+pub(crate) fn mix(h: u64, x: u64) -> u64 {
     (h.rotate_left(5) ^ x).wrapping_mul(SEED)
 }
 

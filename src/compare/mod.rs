@@ -117,6 +117,15 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// A fingerprint no function writes (real fingerprints never start with `u32::MAX`: they
+    /// start with a calling convention number), distinct for each `n`.
+    pub fn unique(n: u32) -> Fingerprint {
+        Fingerprint {
+            tokens: vec![u32::MAX, n],
+            class_refs: Vec::new(),
+        }
+    }
+
     /// Writes `func`'s fingerprint.
     pub fn of(func: &Function, resolver: &dyn Resolver) -> Fingerprint {
         FingerprintWriter::new().write(func, resolver)
@@ -205,6 +214,8 @@ pub struct FingerprintWriter {
     stack_slots: SerialNumbers<ir::StackSlot>,
     dynamic_stack_slots: SerialNumbers<ir::DynamicStackSlot>,
     to_visit: Vec<Block>,
+    /// The shape hash being computed, in light walks.
+    shape: u64,
 }
 
 impl Default for FingerprintWriter {
@@ -223,11 +234,31 @@ impl FingerprintWriter {
             stack_slots: SerialNumbers::new(),
             dynamic_stack_slots: SerialNumbers::new(),
             to_visit: Vec::new(),
+            shape: 0,
         }
     }
 
     /// Writes `func`'s fingerprint.
     pub fn write(&mut self, func: &Function, resolver: &dyn Resolver) -> Fingerprint {
+        self.walk(func, resolver, false);
+        Fingerprint {
+            tokens: self.tokens.clone(),
+            class_refs: self.class_refs.clone(),
+        }
+    }
+
+    /// A cheap hash of `func`: the same walk, hashing only the opcodes, counts, types, block
+    /// numbers and immediates, and skipping values and function-level entities.
+    ///
+    /// Law: equal fingerprints ⇒ equal shape hashes. The skipped parts are whole productions of
+    /// the unambiguous fingerprint grammar, so what is hashed is a function of the fingerprint.
+    /// The driver writes full fingerprints only for functions that share a shape hash.
+    pub fn shape_hash(&mut self, func: &Function) -> u64 {
+        self.walk(func, &IdentityResolver, true);
+        self.shape
+    }
+
+    fn walk(&mut self, func: &Function, resolver: &dyn Resolver, light: bool) {
         self.tokens.clear();
         self.class_refs.clear();
         self.values.clear();
@@ -235,16 +266,14 @@ impl FingerprintWriter {
         self.stack_slots.clear();
         self.dynamic_stack_slots.clear();
         self.to_visit.clear();
+        self.shape = hash::SEED;
         let mut walk = Walk {
             w: self,
             func,
             resolver,
+            light,
         };
         walk.function();
-        Fingerprint {
-            tokens: self.tokens.clone(),
-            class_refs: self.class_refs.clone(),
-        }
     }
 }
 
@@ -253,11 +282,17 @@ struct Walk<'a> {
     w: &'a mut FingerprintWriter,
     func: &'a Function,
     resolver: &'a dyn Resolver,
+    /// A shape-hash walk: tokens are hashed, not kept, and values and entities are skipped.
+    light: bool,
 }
 
 impl Walk<'_> {
     fn push(&mut self, token: u32) {
-        self.w.tokens.push(token);
+        if self.light {
+            self.w.shape = hash::mix(self.w.shape, u64::from(token));
+        } else {
+            self.w.tokens.push(token);
+        }
     }
 
     fn push_u64(&mut self, x: u64) {
@@ -370,6 +405,9 @@ impl Walk<'_> {
     /// (a definition dominates its uses, and the walk takes a block only after the blocks that
     /// dominate it), but the number is the same whether it is first met at a use or a definition.
     fn value(&mut self, v: Value) {
+        if self.light {
+            return;
+        }
         let v = self.func.dfg.resolve_aliases(v);
         let (sn, _) = self.w.values.number(v);
         self.push(sn);
@@ -415,6 +453,9 @@ impl Walk<'_> {
     }
 
     fn mem_flags(&mut self, flags: MemFlags) {
+        if self.light {
+            return;
+        }
         let data = self.func.dfg.mem_flags[flags];
         self.push_bool(data.aligned());
         self.push_bool(data.readonly());
@@ -603,6 +644,9 @@ impl Walk<'_> {
     // Function-level entities, written where they are used.
 
     fn func_ref(&mut self, func_ref: FuncRef, kind: RefKind) {
+        if self.light {
+            return;
+        }
         let ext = &self.func.dfg.ext_funcs[func_ref];
         self.signature(&self.func.dfg.signatures[ext.signature]);
         self.push_bool(ext.colocated);
@@ -642,6 +686,9 @@ impl Walk<'_> {
     /// A global value by its definition. The chain of bases is followed in a loop, not by
     /// recursion, so a long chain cannot overflow the stack.
     fn global_value(&mut self, gv: GlobalValue) {
+        if self.light {
+            return;
+        }
         let mut next = Some(gv);
         while let Some(gv) = next.take() {
             match self.func.global_values[gv] {
@@ -690,6 +737,9 @@ impl Walk<'_> {
     }
 
     fn stack_slot(&mut self, slot: ir::StackSlot) {
+        if self.light {
+            return;
+        }
         let (sn, first) = self.w.stack_slots.number(slot);
         self.push(sn);
         if first {
@@ -708,6 +758,9 @@ impl Walk<'_> {
     }
 
     fn dynamic_stack_slot(&mut self, slot: ir::DynamicStackSlot) {
+        if self.light {
+            return;
+        }
         let (sn, first) = self.w.dynamic_stack_slots.number(slot);
         self.push(sn);
         if first {

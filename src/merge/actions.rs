@@ -129,7 +129,17 @@ pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport 
 }
 
 fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
-    let address_taken = module.address_taken();
+    // Only a local function's action depends on whether its address is taken.
+    let any_local = classes
+        .classes
+        .iter()
+        .flatten()
+        .any(|&f| module.function(f).linkage == Linkage::Local);
+    let address_taken = if any_local {
+        module.address_taken()
+    } else {
+        vec![false; module.functions().len()]
+    };
     // Only needed to name private copies, which are rare.
     let mut taken_names: Option<FxHashSet<FuncName>> = None;
     classes

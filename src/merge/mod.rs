@@ -40,6 +40,7 @@ pub mod actions;
 use crate::compare::{self, Fingerprint, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::module::{FuncId, Module, Symbol};
 use cranelift_codegen::ir::{ExternalName, Function};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -148,10 +149,25 @@ pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Class
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
     let mut writer = FingerprintWriter::new();
+    // A function whose shape hash no other function has is equal to none: it needs no
+    // fingerprint, only a token of its own that keeps it alone in its class.
+    let shapes: Vec<u64> = module
+        .functions()
+        .iter()
+        .map(|mf| writer.shape_hash(&mf.func))
+        .collect();
+    let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
+    for &shape in &shapes {
+        *shape_count.entry(shape).or_default() += 1;
+    }
     let fingerprints: Vec<Fingerprint> = module
         .functions()
         .iter()
-        .map(|mf| writer.write(&mf.func, &resolver))
+        .enumerate()
+        .map(|(i, mf)| match shape_count[&shapes[i]] {
+            1 => Fingerprint::unique(i as u32),
+            _ => writer.write(&mf.func, &resolver),
+        })
         .collect();
     let hashes: Vec<u64> = fingerprints.iter().map(compare::hash).collect();
     times.hashing += start.elapsed();
