@@ -96,9 +96,6 @@ enum ReportFormat {
 
 fn main() {
     let opts = Opts::parse();
-    // Failures inside Cranelift are caught and reported as errors about the function; the
-    // default hook would also print them as a crash.
-    std::panic::set_hook(Box::new(|_| {}));
     if let Err(e) = run(opts) {
         eprintln!("error: {e}");
         for cause in e.chain().skip(1) {

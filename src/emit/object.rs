@@ -155,6 +155,8 @@ fn build_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa> {
     flags.set("opt_level", options.opt_level.setting())?;
     // Position-independent code links into executables and shared objects alike.
     flags.set("is_pic", "true")?;
+    // Cranelift's tail calls (`return_call`) rely on frame pointers on x86_64.
+    flags.set("preserve_frame_pointers", "true")?;
     let isa = isa::lookup(options.target.clone())
         .map_err(|e| anyhow!("target {}: {e}", options.target))?
         .finish(settings::Flags::new(flags))?;
@@ -325,11 +327,13 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
         ctx.func = slots.renamed(&mf.func);
         // Cranelift may panic on input it verified but cannot lower; that is an error about
         // this function, not a crash of the tool.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            ctx.compile(isa, &mut ControlPlane::default())
-                .map(|_| ())
-                .map_err(|e| format!("{:?}", e.inner))
-        }));
+        let result = quietly(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ctx.compile(isa, &mut ControlPlane::default())
+                    .map(|_| ())
+                    .map_err(|e| format!("{:?}", e.inner))
+            }))
+        });
         match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => bail!("cannot compile {}: {e}", describe(mf)),
@@ -375,6 +379,16 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
         });
     }
     Ok(out)
+}
+
+/// Runs `f` with the panic hook silenced: a panic inside Cranelift is caught and reported as an
+/// error about the function, and should not also be printed as a crash.
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = f();
+    std::panic::set_hook(previous);
+    result
 }
 
 fn describe(mf: &crate::module::ModuleFunction) -> String {
@@ -449,8 +463,11 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
                     fp.tokens.push(reloc_number(r.kind));
                     fp.tokens.push(r.addend as u32);
                     fp.tokens.push((r.addend >> 32) as u32);
+                    // A call goes to the callee's class; any other reference to a function is
+                    // its address, which is identity unless merged functions share addresses.
+                    let by_class = mode == Mode::Aliases || is_direct_call(r.kind);
                     match &r.target {
-                        Target::Slot(s) => match foldable(*s) {
+                        Target::Slot(s) => match foldable(*s).filter(|_| by_class) {
                             Some(id) => {
                                 fp.tokens.push(1);
                                 fp.class_refs.push(id);
@@ -503,19 +520,35 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
             };
         }
     }
-    // A removed function's callers call the kept one (its code is the same).
+    // A removed function's callers, and thunks of it, go to the kept one (its code is the same).
     for c in code.iter_mut() {
-        if let Code::Compiled { relocs, .. } = c {
-            for r in relocs {
-                if let Target::Slot(s) = &mut r.target
-                    && let Some(&k) = retarget.get(s)
-                {
+        match c {
+            Code::Compiled { relocs, .. } => {
+                for r in relocs {
+                    if let Target::Slot(s) = &mut r.target
+                        && let Some(&k) = retarget.get(s)
+                    {
+                        *s = k;
+                    }
+                }
+            }
+            Code::Thunk(s) | Code::AliasOf(s) => {
+                if let Some(&k) = retarget.get(s) {
                     *s = k;
                 }
             }
+            Code::Removed => {}
         }
     }
     folded
+}
+
+/// Relocations of direct calls and jumps, whose target is only called, never compared.
+fn is_direct_call(kind: Reloc) -> bool {
+    matches!(
+        kind,
+        Reloc::X86CallPCRel4 | Reloc::X86CallPLTRel4 | Reloc::Arm64Call
+    )
 }
 
 fn reloc_number(kind: Reloc) -> u32 {
@@ -653,8 +686,10 @@ pub fn write_object(
         alias.scope = scope;
         alias.weak = weak;
         if format == "macho" {
+            // Setting the flags replaces the ones the writer derives from `weak`.
+            let weak_def = if weak { object::macho::N_WEAK_DEF } else { 0 };
             alias.flags = SymbolFlags::MachO {
-                n_desc: object::macho::N_ALT_ENTRY,
+                n_desc: object::macho::N_ALT_ENTRY | weak_def,
             };
         }
         report.aliases += 1;

@@ -1,0 +1,12 @@
+//! Shared helpers for the property tests: a generator of random valid CLIF functions
+//! (`gen`), an equivalence-preserving renumbering and single-field mutations (`mutate`), and an
+//! independent, text-based canonical form used as an oracle for "same function" (`canon`).
+
+#![allow(dead_code)]
+
+pub mod canon;
+// `gen` is a reserved word in edition 2024, hence the raw identifier (the file is `gen.rs`).
+pub mod r#gen;
+pub mod mutate;
+
+pub use self::r#gen as generator;
