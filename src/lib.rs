@@ -19,6 +19,7 @@ pub mod merge;
 pub mod module;
 pub mod read;
 pub mod report;
+pub mod verify;
 
 pub use compare::{Fingerprint, compare};
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};

@@ -5,7 +5,9 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
-use clif_merge::{Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report};
+use clif_merge::{
+    Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report, verify,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -64,6 +66,11 @@ struct Opts {
     /// Also compile the module without merging, to report `text_bytes_unmerged`.
     #[arg(long)]
     size_baseline: bool,
+
+    /// Run every function before and after merging in cranelift-interpreter on the same
+    /// arguments; on any difference print it and exit 1 without writing output.
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -163,10 +170,28 @@ fn run(opts: Opts) -> Result<()> {
     phases.push(("read-and-verify", start.elapsed()));
 
     let unmerged = opts.size_baseline.then(|| module.clone());
+    let original = opts.verify.then(|| module.clone());
     let (merge_report, times) = merge_module(&mut module, mode);
     phases.push(("hash", times.hashing));
     phases.push(("compare", times.comparing));
     phases.push(("merge", times.merging));
+
+    if let Some(original) = &original {
+        let start = Instant::now();
+        let options = verify::VerifyOptions::default();
+        let checked = verify::verify_merge(original, &module, &merge_report, &options);
+        eprintln!("{}", checked.summary());
+        for mismatch in &checked.mismatches {
+            eprintln!("mismatch: {mismatch}");
+        }
+        if !checked.is_ok() {
+            bail!(
+                "--verify: {} runs behave differently after merging; nothing written",
+                checked.mismatches.len()
+            );
+        }
+        phases.push(("verify", start.elapsed()));
+    }
 
     let start = Instant::now();
     let object = match &object_options {

@@ -427,8 +427,46 @@ impl Module {
         taken
     }
 
-    /// Replaces the body, name and linkage of every function; used by the merge actions.
-    pub(crate) fn replace_contents(&mut self, functions: Vec<ModuleFunction>, aliases: Vec<Alias>) {
+    /// Applies the merge actions' changes to the list of symbols: drops the functions marked
+    /// `gone`, inserts each new function before the one it names, and adds aliases. An existing
+    /// alias whose target became an alias is pointed at that alias's target.
+    pub(crate) fn update(
+        &mut self,
+        gone: Vec<bool>,
+        mut insert_before: Vec<(FuncId, ModuleFunction)>,
+        new_aliases: Vec<Alias>,
+    ) {
+        let final_target: FxHashMap<&FuncName, &FuncName> =
+            new_aliases.iter().map(|a| (&a.name, &a.target)).collect();
+        for alias in &mut self.aliases {
+            if let Some(t) = final_target.get(&alias.target) {
+                alias.target = (*t).clone();
+            }
+        }
+        if insert_before.is_empty() && !gone.contains(&true) {
+            // Indices are unchanged: only the aliases are new.
+            for alias in new_aliases {
+                self.symbols
+                    .insert(&alias.name, Symbol::Alias(self.aliases.len()));
+                self.aliases.push(alias);
+            }
+            return;
+        }
+        insert_before.sort_by_key(|(before, _)| *before);
+        let mut inserts = insert_before.into_iter().peekable();
+        let old = std::mem::take(&mut self.functions);
+        let mut functions = Vec::with_capacity(old.len() + inserts.len());
+        for (i, mf) in old.into_iter().enumerate() {
+            while let Some((_, copy)) = inserts.next_if(|(before, _)| before.index() == i) {
+                functions.push(copy);
+            }
+            if !gone[i] {
+                functions.push(mf);
+            }
+        }
+        functions.extend(inserts.map(|(_, copy)| copy));
+        let mut aliases = std::mem::take(&mut self.aliases);
+        aliases.extend(new_aliases);
         let mut symbols = SymbolTable::default();
         for (i, f) in functions.iter().enumerate() {
             symbols.insert(&f.name, Symbol::Function(FuncId(i as u32)));

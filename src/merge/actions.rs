@@ -287,39 +287,23 @@ fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
 
 fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     // Phase 1 of 3: what each function becomes, and where calls go.
-    let mut action_of: FxHashMap<FuncId, (Action, FuncName)> = FxHashMap::default();
-    let mut copy_before: FxHashMap<FuncId, (FuncId, FuncName)> = FxHashMap::default();
-    let mut redirect: Vec<Option<FuncName>> = vec![None; module.functions().len()];
+    let n = module.functions().len();
+    let mut action_of: Vec<Option<(Action, FuncName)>> = vec![None; n];
+    let mut redirect: Vec<Option<FuncName>> = vec![None; n];
+    // Private copies, each with the function it copies and the one it goes before.
+    let mut copies: Vec<(FuncId, FuncId, ModuleFunction)> = Vec::new();
     for plan in plans {
         let kept = plan.kept_name(module).clone();
         for &(g, action) in &plan.replaced {
-            let g_fn = module.function(g);
-            action_of.insert(g, (action, kept.clone()));
+            action_of[g.index()] = Some((action, kept.clone()));
             // A preemptible function's callers keep calling it: it may be replaced at link time.
-            if !g_fn.linkage.is_preemptible() {
+            if !module.function(g).linkage.is_preemptible() {
                 redirect[g.index()] = Some(kept.clone());
             }
         }
         if let Kept::PrivateCopy { of, name } = &plan.kept {
-            let first = plan.replaced.iter().map(|r| r.0).min().unwrap_or(*of);
-            copy_before.insert(first, (*of, name.clone()));
-        }
-    }
-
-    // The declarations to point elsewhere, per function (found before the module is taken
-    // apart, while names can be looked up).
-    let redirects: Vec<Vec<(FuncRef, FuncName)>> = module
-        .functions()
-        .iter()
-        .map(|mf| redirects_in(module, &mf.func, &redirect))
-        .collect();
-
-    // Phase 2 of 3: the new list of functions, in module order.
-    let (functions, old_aliases) = std::mem::take(module).into_parts();
-    let mut private_copies: FxHashMap<FuncId, ModuleFunction> = copy_before
-        .iter()
-        .map(|(&before, (of, name))| {
-            let original = &functions[of.index()];
+            let before = plan.replaced.iter().map(|r| r.0).min().unwrap_or(*of);
+            let original = module.function(*of);
             let mut func = original.func.clone();
             func.name = name.to_user_func_name();
             let copy = ModuleFunction {
@@ -328,50 +312,47 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
                 linkage: Linkage::Local,
                 origin: original.origin.clone(),
             };
-            (before, copy)
-        })
-        .collect();
-    let mut new_functions = Vec::with_capacity(functions.len());
-    let mut new_aliases = Vec::new();
-    for (i, mut mf) in functions.into_iter().enumerate() {
-        let id = FuncId(i as u32);
-        if let Some(mut copy) = private_copies.remove(&id) {
-            let of = copy_before[&id].0;
-            redirect_calls(&mut copy.func, &redirects[of.index()]);
-            new_functions.push(copy);
-        }
-        match action_of.remove(&id) {
-            None => {
-                redirect_calls(&mut mf.func, &redirects[i]);
-                new_functions.push(mf);
-            }
-            Some((Action::Removed, _)) => {}
-            Some((Action::Thunk, f)) => {
-                mf.func = write_thunk(&mf.name, &mf.func.signature, &f);
-                new_functions.push(mf);
-            }
-            Some((Action::Alias, f)) => new_aliases.push(Alias {
-                name: mf.name,
-                target: f,
-                linkage: mf.linkage,
-            }),
+            copies.push((*of, before, copy));
         }
     }
-
-    // Phase 3 of 3: aliases. An alias of a function that became an alias names the final target.
-    let final_target: FxHashMap<&FuncName, &FuncName> =
-        new_aliases.iter().map(|a| (&a.name, &a.target)).collect();
-    let mut aliases: Vec<Alias> = old_aliases
-        .into_iter()
-        .map(|mut a| {
-            if let Some(t) = final_target.get(&a.target) {
-                a.target = (*t).clone();
-            }
-            a
-        })
+    let redirects: Vec<Vec<(FuncRef, FuncName)>> = module
+        .functions()
+        .iter()
+        .map(|mf| redirects_in(module, &mf.func, &redirect))
         .collect();
-    aliases.extend(new_aliases);
-    module.replace_contents(new_functions, aliases);
+
+    // Phase 2 of 3: bodies, in place (most functions stay where they are).
+    let mut gone = vec![false; n];
+    let mut new_aliases = Vec::new();
+    for (i, action) in action_of.into_iter().enumerate() {
+        let mf = module.function_mut(FuncId(i as u32));
+        match action {
+            None => redirect_calls(&mut mf.func, &redirects[i]),
+            Some((Action::Removed, _)) => gone[i] = true,
+            Some((Action::Thunk, f)) => mf.func = write_thunk(&mf.name, &mf.func.signature, &f),
+            Some((Action::Alias, f)) => {
+                gone[i] = true;
+                new_aliases.push(Alias {
+                    name: mf.name.clone(),
+                    target: f,
+                    linkage: mf.linkage,
+                });
+            }
+        }
+    }
+    for (of, _, copy) in &mut copies {
+        redirect_calls(&mut copy.func, &redirects[of.index()]);
+    }
+
+    // Phase 3 of 3: the list of functions, when it changed, and the aliases.
+    module.update(
+        gone,
+        copies
+            .into_iter()
+            .map(|(_, before, copy)| (before, copy))
+            .collect(),
+        new_aliases,
+    );
 }
 
 /// The declarations of `func` that name a function whose calls go to another, with the name
