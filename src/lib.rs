@@ -17,6 +17,7 @@ pub mod compare;
 pub mod emit;
 pub mod merge;
 pub mod module;
+mod parallel;
 pub mod read;
 pub mod report;
 pub mod verify;

@@ -5,9 +5,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
-use clif_merge::{
-    Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report, verify,
-};
+use clif_merge::{Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report, verify};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

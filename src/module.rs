@@ -342,6 +342,11 @@ impl Module {
         &self.functions[id.index()]
     }
 
+    /// The functions, to change in place (their names must stay as they are).
+    pub(crate) fn functions_mut(&mut self) -> &mut [ModuleFunction] {
+        &mut self.functions
+    }
+
     pub fn function_mut(&mut self, id: FuncId) -> &mut ModuleFunction {
         &mut self.functions[id.index()]
     }

@@ -29,16 +29,19 @@
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
 
 use crate::merge::{Action, MergeReport};
-use crate::module::{FuncName, Module, Symbol};
+use crate::module::{FuncName, Module};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    ArgumentPurpose, Function, Inst, Signature, TrapCode, Type, UserFuncName, types,
+    ArgumentPurpose, ExternalName, FuncRef, Function, GlobalValue, Inst, MemFlagsData, Signature,
+    StackSlot, TrapCode, Type, UserFuncName, types,
 };
+use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion, AddressSize};
 use cranelift_interpreter::environment::FunctionStore;
+use cranelift_interpreter::frame::Frame;
 use cranelift_interpreter::instruction::DfgInstructionContext;
-use cranelift_interpreter::interpreter::InterpreterState;
-use cranelift_interpreter::state::State;
+use cranelift_interpreter::interpreter::{InterpreterState, LibCallHandler};
+use cranelift_interpreter::state::{InterpreterFunctionRef, MemoryError, State};
 use cranelift_interpreter::step::{ControlFlow, CraneliftTrap, step};
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
@@ -322,13 +325,9 @@ pub fn verify_merge(
         }
     }
 
-    let mut names: BTreeSet<FuncName> = BTreeSet::new();
-    collect_names(original, &mut names);
-    collect_names(merged, &mut names);
-    let names: Vec<FuncName> = names.into_iter().collect();
-
-    let stubs_a = Stubs::new(original, &names);
-    let stubs_b = Stubs::new(merged, &names);
+    let names = Names::new(&[original, merged]);
+    let stubs_a = Stubs::new(original, &names.names);
+    let stubs_b = Stubs::new(merged, &names.names);
     let mut side_a = Side::new(original, &names, &stubs_a);
     let mut side_b = Side::new(merged, &names, &stubs_b);
 
@@ -410,10 +409,8 @@ pub fn run_function(
     options: &VerifyOptions,
 ) -> Run {
     install_quiet_panic_hook();
-    let mut names = BTreeSet::new();
-    collect_names(module, &mut names);
-    let names: Vec<FuncName> = names.into_iter().collect();
-    let stubs = Stubs::new(module, &names);
+    let names = Names::new(&[module]);
+    let stubs = Stubs::new(module, &names.names);
     let mut side = Side::new(module, &names, &stubs);
     match module.resolve(name) {
         Some(id) => side.run(&module.function(id).func, args, options),
@@ -430,7 +427,13 @@ pub fn runnable_signature(sig: &Signature) -> bool {
     let scalar = |ty: Type| {
         matches!(
             ty,
-            types::I8 | types::I16 | types::I32 | types::I64 | types::I128 | types::F32 | types::F64
+            types::I8
+                | types::I16
+                | types::I32
+                | types::I64
+                | types::I128
+                | types::F32
+                | types::F64
         )
     };
     sig.params
@@ -502,31 +505,173 @@ impl Stubs {
     }
 }
 
+/// The names both sides know, and the *address slot* of each: names that are one symbol (an
+/// alias and its target, in either module) share a slot, so that `func_addr` of an alias equals
+/// `func_addr` of its target on both sides (in `--mode aliases` that is what the merge intends).
+struct Names {
+    names: Vec<FuncName>,
+    slot_of: FxHashMap<FuncName, u32>,
+}
+
+impl Names {
+    fn new(modules: &[&Module]) -> Names {
+        let mut set = BTreeSet::new();
+        for module in modules {
+            collect_names(module, &mut set);
+        }
+        let names: Vec<FuncName> = set.into_iter().collect();
+        let index: FxHashMap<&FuncName, usize> =
+            names.iter().enumerate().map(|(i, n)| (n, i)).collect();
+        // Union-find over aliases; the representative of a group is its smallest name.
+        let mut parent: Vec<usize> = (0..names.len()).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        for module in modules {
+            for alias in module.aliases() {
+                let a = root(&mut parent, index[&alias.name]);
+                let b = root(&mut parent, index[&alias.target]);
+                let (lo, hi) = (a.min(b), a.max(b));
+                parent[hi] = lo;
+            }
+        }
+        let slot_of = (0..names.len())
+            .map(|i| (names[i].clone(), root(&mut parent, i) as u32))
+            .collect();
+        Names { names, slot_of }
+    }
+}
+
+/// The interpreter's state with addresses of functions by slot (see [`Names`]); everything else
+/// is `InterpreterState`'s.
+struct SlotState<'a> {
+    inner: InterpreterState<'a>,
+    slot_of: &'a FxHashMap<FuncName, u32>,
+    /// The function run by a call through each slot's address.
+    slot_fn: Vec<Option<&'a Function>>,
+}
+
+impl<'a> State<'a> for SlotState<'a> {
+    fn get_function(&self, func_ref: FuncRef) -> Option<&'a Function> {
+        self.inner.get_function(func_ref)
+    }
+    fn get_current_function(&self) -> &'a Function {
+        self.inner.get_current_function()
+    }
+    fn get_libcall_handler(&self) -> LibCallHandler {
+        self.inner.get_libcall_handler()
+    }
+    fn push_frame(&mut self, function: &'a Function) {
+        self.inner.push_frame(function)
+    }
+    fn pop_frame(&mut self) {
+        self.inner.pop_frame()
+    }
+    fn current_frame_mut(&mut self) -> &mut Frame<'a> {
+        self.inner.current_frame_mut()
+    }
+    fn current_frame(&self) -> &Frame<'a> {
+        self.inner.current_frame()
+    }
+    fn stack_address(
+        &self,
+        size: AddressSize,
+        slot: StackSlot,
+        offset: u64,
+    ) -> Result<Address, MemoryError> {
+        self.inner.stack_address(size, slot, offset)
+    }
+    fn checked_load(
+        &self,
+        address: Address,
+        ty: Type,
+        mem_flags: MemFlagsData,
+    ) -> Result<DataValue, MemoryError> {
+        self.inner.checked_load(address, ty, mem_flags)
+    }
+    fn checked_store(
+        &mut self,
+        address: Address,
+        v: DataValue,
+        mem_flags: MemFlagsData,
+    ) -> Result<(), MemoryError> {
+        self.inner.checked_store(address, v, mem_flags)
+    }
+    fn function_address(
+        &self,
+        size: AddressSize,
+        name: &ExternalName,
+    ) -> Result<Address, MemoryError> {
+        let func = self.get_current_function();
+        match FuncName::of_external(name, func).and_then(|n| self.slot_of.get(&n)) {
+            Some(&slot) => Address::from_parts(
+                size,
+                AddressRegion::Function,
+                AddressFunctionEntry::UserFunction as u64,
+                u64::from(slot),
+            ),
+            None => self.inner.function_address(size, name),
+        }
+    }
+    fn get_function_from_address(&self, address: Address) -> Option<InterpreterFunctionRef<'a>> {
+        if address.region == AddressRegion::Function
+            && address.entry == AddressFunctionEntry::UserFunction as u64
+        {
+            let slot = usize::try_from(address.offset).ok()?;
+            return self
+                .slot_fn
+                .get(slot)
+                .copied()
+                .flatten()
+                .map(InterpreterFunctionRef::Function);
+        }
+        self.inner.get_function_from_address(address)
+    }
+    fn resolve_global_value(&self, gv: GlobalValue) -> Result<DataValue, MemoryError> {
+        self.inner.resolve_global_value(gv)
+    }
+    fn get_pinned_reg(&self) -> DataValue {
+        self.inner.get_pinned_reg()
+    }
+    fn set_pinned_reg(&mut self, v: DataValue) {
+        self.inner.set_pinned_reg(v)
+    }
+}
+
 /// One module, ready to run.
 struct Side<'a> {
-    state: InterpreterState<'a>,
+    state: SlotState<'a>,
     /// The stand-ins, by address.
     stubs: FxHashMap<*const Function, (&'a FuncName, &'a StubKind)>,
 }
 
 impl<'a> Side<'a> {
-    fn new(module: &'a Module, names: &[FuncName], stubs: &'a Stubs) -> Side<'a> {
+    fn new(module: &'a Module, names: &'a Names, stubs: &'a Stubs) -> Side<'a> {
         let stub_of: FxHashMap<&FuncName, &'a Function> =
             stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
         let mut store = FunctionStore::default();
-        for name in names {
-            let func = match module.lookup(name) {
-                Some(Symbol::Function(id)) => Some(&module.function(id).func),
-                Some(symbol @ Symbol::Alias(_)) => module
-                    .resolve_symbol(symbol)
-                    .map(|id| &module.function(id).func),
-                None => None,
-            };
-            // Every name gets a slot, so that slots are the same on both sides.
-            let func = func
+        let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
+        let mut resolved = Vec::with_capacity(names.names.len());
+        for name in &names.names {
+            let defined = module.resolve(name).map(|id| &module.function(id).func);
+            let func = defined
                 .or_else(|| stub_of.get(name).copied())
                 .expect("a stand-in for every name the module does not resolve");
             store.add(name.to_string(), func);
+            resolved.push((name, defined.is_some(), func));
+        }
+        // A slot runs the first of its names this module defines, else its first stand-in.
+        for defined_first in [true, false] {
+            for &(name, defined, func) in &resolved {
+                let slot = names.slot_of[name] as usize;
+                if defined == defined_first && slot_fn[slot].is_none() {
+                    slot_fn[slot] = Some(func);
+                }
+            }
         }
         let stubs = stubs
             .functions
@@ -534,7 +679,11 @@ impl<'a> Side<'a> {
             .map(|(n, k, f)| (f as *const Function, (n, k)))
             .collect();
         Side {
-            state: InterpreterState::default().with_function_store(store),
+            state: SlotState {
+                inner: InterpreterState::default().with_function_store(store),
+                slot_of: &names.slot_of,
+                slot_fn,
+            },
             stubs,
         }
     }
@@ -556,10 +705,11 @@ impl<'a> Side<'a> {
     }
 
     fn reset(&mut self) {
-        self.state.frame_stack.clear();
-        self.state.stack.clear();
-        self.state.frame_offset = 0;
-        self.state.pinned_reg = DataValue::I64(0);
+        let inner = &mut self.state.inner;
+        inner.frame_stack.clear();
+        inner.stack.clear();
+        inner.frame_offset = 0;
+        inner.pinned_reg = DataValue::I64(0);
     }
 
     /// The interpreter's loop (`Interpreter::call` and `block`), with calls kept on an explicit
@@ -675,7 +825,7 @@ impl<'a> Side<'a> {
             return Err(Outcome::Trapped(Trap::BadSignature));
         }
         self.state.push_frame(func);
-        if self.state.stack.len() > options.max_stack_bytes {
+        if self.state.inner.stack.len() > options.max_stack_bytes {
             return Err(Outcome::TooDeep);
         }
         self.state.current_frame_mut().set_all(params, args);
@@ -686,7 +836,11 @@ impl<'a> Side<'a> {
 
     /// Pops the current frame and returns `values` to the caller; `Err` with the outcome when
     /// the entry function returns.
-    fn leave(&mut self, values: Vec<DataValue>, returns_to: &mut Vec<Inst>) -> Result<Inst, Outcome> {
+    fn leave(
+        &mut self,
+        values: Vec<DataValue>,
+        returns_to: &mut Vec<Inst>,
+    ) -> Result<Inst, Outcome> {
         self.state.pop_frame();
         let Some(call) = returns_to.pop() else {
             return Err(Outcome::Returned(values));

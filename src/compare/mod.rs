@@ -126,6 +126,11 @@ impl Fingerprint {
         }
     }
 
+    /// Whether this is a fingerprint made by [`Fingerprint::unique`].
+    pub fn is_unique(&self) -> bool {
+        self.tokens.first() == Some(&u32::MAX)
+    }
+
     /// Writes `func`'s fingerprint.
     pub fn of(func: &Function, resolver: &dyn Resolver) -> Fingerprint {
         FingerprintWriter::new().write(func, resolver)

@@ -15,6 +15,7 @@
 
 use super::{Classes, Mode};
 use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction, Symbol};
+use crate::parallel;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
     ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Opcode, Signature,
@@ -315,29 +316,33 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
             copies.push((*of, before, copy));
         }
     }
-    let redirects: Vec<Vec<(FuncRef, FuncName)>> = module
-        .functions()
-        .iter()
-        .map(|mf| redirects_in(module, &mf.func, &redirect))
-        .collect();
+    let redirects: Vec<Vec<(FuncRef, FuncName)>> = parallel::map(
+        module.functions(),
+        || (),
+        |_, _, mf| redirects_in(module, &mf.func, &redirect),
+    );
 
-    // Phase 2 of 3: bodies, in place (most functions stay where they are).
+    // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
+    parallel::for_each_mut(module.functions_mut(), |i, mf| match &action_of[i] {
+        None => redirect_calls(&mut mf.func, &redirects[i]),
+        Some((Action::Thunk, f)) => mf.func = write_thunk(&mf.name, &mf.func.signature, f),
+        Some((Action::Removed | Action::Alias, _)) => {}
+    });
     let mut gone = vec![false; n];
     let mut new_aliases = Vec::new();
     for (i, action) in action_of.into_iter().enumerate() {
-        let mf = module.function_mut(FuncId(i as u32));
         match action {
-            None => redirect_calls(&mut mf.func, &redirects[i]),
             Some((Action::Removed, _)) => gone[i] = true,
-            Some((Action::Thunk, f)) => mf.func = write_thunk(&mf.name, &mf.func.signature, &f),
             Some((Action::Alias, f)) => {
                 gone[i] = true;
+                let mf = module.function(FuncId(i as u32));
                 new_aliases.push(Alias {
                     name: mf.name.clone(),
                     target: f,
                     linkage: mf.linkage,
                 });
             }
+            None | Some((Action::Thunk, _)) => {}
         }
     }
     for (of, _, copy) in &mut copies {

@@ -39,6 +39,7 @@ pub mod actions;
 
 use crate::compare::{self, Fingerprint, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::module::{FuncId, Module, Symbol};
+use crate::parallel;
 use cranelift_codegen::ir::{ExternalName, Function};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -148,27 +149,24 @@ pub struct Classes {
 pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Classes {
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
-    let mut writer = FingerprintWriter::new();
+    let functions = module.functions();
     // A function whose shape hash no other function has is equal to none: it needs no
     // fingerprint, only a token of its own that keeps it alone in its class.
-    let shapes: Vec<u64> = module
-        .functions()
-        .iter()
-        .map(|mf| writer.shape_hash(&mf.func))
-        .collect();
+    let shapes: Vec<u64> = parallel::map(functions, FingerprintWriter::new, |writer, _, mf| {
+        writer.shape_hash(&mf.func)
+    });
     let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
     for &shape in &shapes {
         *shape_count.entry(shape).or_default() += 1;
     }
-    let fingerprints: Vec<Fingerprint> = module
-        .functions()
-        .iter()
-        .enumerate()
-        .map(|(i, mf)| match shape_count[&shapes[i]] {
+    let fingerprints: Vec<Fingerprint> = parallel::map(
+        functions,
+        FingerprintWriter::new,
+        |writer, i, mf| match shape_count[&shapes[i]] {
             1 => Fingerprint::unique(i as u32),
             _ => writer.write(&mf.func, &resolver),
-        })
-        .collect();
+        },
+    );
     let hashes: Vec<u64> = fingerprints.iter().map(compare::hash).collect();
     times.hashing += start.elapsed();
 
@@ -257,6 +255,12 @@ impl<'a> Refiner<'a> {
     fn initial_classes(&mut self) {
         let mut fn_tree: BTreeMap<FnKey<'a>, u32> = BTreeMap::new();
         for (i, fp) in self.fingerprints.iter().enumerate() {
+            if fp.is_unique() {
+                // Alone by construction: no need to look it up.
+                self.class_of[i] = self.members.len() as u32;
+                self.members.push(vec![FuncId(i as u32)]);
+                continue;
+            }
             let key = FnKey {
                 hash: self.hashes[i],
                 fingerprint: fp,
