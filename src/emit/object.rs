@@ -431,7 +431,8 @@ fn thunk_target(func: &Function) -> Option<FuncName> {
 /// Phase 3: folds compiled functions with identical code; returns how many were folded.
 fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mode) -> usize {
     // A relocation to a defined, non-preemptible function compares its class; the rest compare
-    // by identity. Only compiled functions take part (thunks are already minimal).
+    // by identity. Only compiled functions take part (thunks are already minimal); preemptible
+    // ones too, since only references to them must be compared by identity.
     let n = code.len();
     let foldable = |slot: u32| -> Option<FuncId> {
         match slots.slots[slot as usize].kind {
@@ -452,7 +453,7 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
                 bytes,
                 alignment,
                 relocs,
-            } if !module.function(FuncId(i as u32)).linkage.is_preemptible() => {
+            } => {
                 fp.tokens.push(0);
                 fp.tokens.push(*alignment as u32);
                 fp.tokens.push(bytes.len() as u32);
@@ -506,11 +507,18 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
     for members in &classes.classes {
         let mut members = members.clone();
         members.sort_by(|&a, &b| kept_order(module.function(a), module.function(b)));
-        let kept_slot = slots.index[&module.function(members[0]).name];
+        let kept = module.function(members[0]);
+        let kept_slot = slots.index[&kept.name];
         for &g in &members[1..] {
             let g_fn = module.function(g);
+            let action = action_for(mode, g_fn.linkage, address_taken[g.index()]);
+            // A jump to a preemptible function may land in another definition; an alias is its
+            // section and offset, the body itself, whatever the link does with the symbol.
+            if action == Action::Thunk && kept.linkage.is_preemptible() {
+                continue;
+            }
             folded += 1;
-            code[g.index()] = match action_for(mode, g_fn.linkage, address_taken[g.index()]) {
+            code[g.index()] = match action {
                 Action::Removed => {
                     retarget.insert(slots.index[&g_fn.name], kept_slot);
                     Code::Removed
