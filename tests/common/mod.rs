@@ -7,6 +7,7 @@
 pub mod canon;
 // `gen` is a reserved word in edition 2024, hence the raw identifier (the file is `gen.rs`).
 pub mod r#gen;
+pub mod modgen;
 pub mod mutate;
 
 pub use self::r#gen as generator;

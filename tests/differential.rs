@@ -1,0 +1,776 @@
+//! Differential execution: a merged module must do what the original does.
+//!
+//! - Generated modules (`common::modgen`: functions calling one another, self- and mutually
+//!   recursive with a bounded depth, renamed copies and near-copies), merged in every mode, are
+//!   run in cranelift-interpreter before and after (`clif_merge::verify::verify_merge`): no
+//!   mismatch, and merges did happen.
+//! - The same, compiled for the host with cranelift-jit and called directly (all-`i64`
+//!   signatures); the interpreter must also agree with the compiled original.
+//! - The check can fail: a merged module with a constant of a kept function changed, a wrong
+//!   merge, or a call to a dropped function, is reported.
+//! - `clif-merge --verify` passes on the bundled example and on every filetest.
+//!
+//! Cases: a few dozen modules per test; `DIFF_CASES=n` sets the number of generated modules.
+
+mod common;
+
+// (Marks the shared re-export used in this test crate.)
+#[allow(unused_imports)]
+use common::generator as _;
+
+use clif_merge::verify::{Outcome, VerifyOptions, VerifyReport, run_function, verify_merge};
+use clif_merge::{Action, FuncName, Linkage, MergeReport, Mode, Module, emit, merge_module};
+use common::modgen::{DEPTH_MASK, ModGenConfig, generate_module};
+use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::immediates::Imm64;
+use cranelift_codegen::ir::{
+    ExternalName, Function, InstructionData, Opcode, UserExternalName, UserFuncName,
+};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::Module as _;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
+
+/// Generated modules per test: `default`, or `DIFF_CASES`.
+fn cases(default: usize) -> usize {
+    std::env::var("DIFF_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Choice sequences from a seed (xorshift).
+struct Seeds(u64);
+
+impl Seeds {
+    fn data(&mut self, len: usize) -> Vec<u32> {
+        (0..len)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0 as u32
+            })
+            .collect()
+    }
+}
+
+/// Fewer runs than the command line's default, and less fuel: the generated functions finish
+/// in a few thousand instructions.
+fn test_options() -> VerifyOptions {
+    VerifyOptions {
+        runs: 12,
+        fuel: 20_000,
+        ..VerifyOptions::default()
+    }
+}
+
+fn merged(original: &Module, mode: Mode) -> (Module, MergeReport) {
+    let mut m = original.clone();
+    let (report, _) = merge_module(&mut m, mode);
+    (m, report)
+}
+
+fn failure_text(
+    what: &str,
+    mode: Mode,
+    original: &Module,
+    merged: &Module,
+    v: &VerifyReport,
+) -> String {
+    let mut text = format!("{what}, mode {}: {}\n", mode.keyword(), v.summary());
+    for m in v.mismatches.iter().take(5) {
+        text.push_str(&format!("  mismatch: {m}\n"));
+    }
+    text.push_str("--- original ---\n");
+    text.push_str(&emit::module_to_clif(original));
+    text.push_str("--- merged ---\n");
+    text.push_str(&emit::module_to_clif(merged));
+    text
+}
+
+/// Whether some base function calls itself, or two call each other.
+fn has_recursion(module: &Module, base: usize) -> (bool, bool) {
+    let calls = |i: usize| -> Vec<String> {
+        let f = &module.functions()[i].func;
+        f.dfg
+            .ext_funcs
+            .values()
+            .filter_map(|e| match &e.name {
+                ExternalName::TestCase(t) => Some(String::from_utf8_lossy(t.raw()).into_owned()),
+                _ => None,
+            })
+            .map(|n| n.replacen('a', "f", 1))
+            .collect()
+    };
+    let mut own = false;
+    let mut mutual = false;
+    for i in 0..base {
+        let ci = calls(i);
+        own |= ci.contains(&format!("f{i}"));
+        for j in 0..base {
+            mutual |=
+                i != j && ci.contains(&format!("f{j}")) && calls(j).contains(&format!("f{i}"));
+        }
+    }
+    (own, mutual)
+}
+
+#[derive(Default)]
+struct Totals {
+    modules: usize,
+    merged: usize,
+    by_action: HashMap<&'static str, usize>,
+    functions: usize,
+    runs: usize,
+    inconclusive: usize,
+    unsupported: usize,
+    skipped: usize,
+    self_recursive: usize,
+    mutually_recursive: usize,
+    /// Classes kept as a private copy (every member preemptible).
+    private_copies: usize,
+}
+
+impl Totals {
+    fn add(&mut self, report: &MergeReport, v: &VerifyReport) {
+        self.merged += report.merged;
+        for class in &report.classes {
+            self.private_copies += class.kept.ends_with("_merged") as usize;
+            for r in &class.replaced {
+                *self.by_action.entry(r.by.keyword()).or_default() += 1;
+            }
+        }
+        self.functions += v.functions;
+        self.runs += v.runs;
+        self.inconclusive += v.inconclusive;
+        self.unsupported += v.unsupported;
+        self.skipped += v.skipped;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) Generated modules in the interpreter.
+
+#[test]
+fn merged_generated_modules_behave_the_same_in_the_interpreter() {
+    let n = cases(40);
+    let cfg = ModGenConfig::interpreter();
+    let options = test_options();
+    let mut seeds = Seeds(0x00d1_ff00_5eed_0001);
+    let mut totals = Totals::default();
+    let mut failures = Vec::new();
+    let start = Instant::now();
+    for case in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let original = gm.module();
+        let (own, mutual) = has_recursion(&original, gm.base);
+        totals.self_recursive += own as usize;
+        totals.mutually_recursive += mutual as usize;
+        totals.modules += 1;
+        for mode in MODES {
+            let (merged, report) = merged(&original, mode);
+            let v = verify_merge(&original, &merged, &report, &options);
+            totals.add(&report, &v);
+            if !v.is_ok() && failures.len() < 2 {
+                failures.push(failure_text(
+                    &format!("case {case}"),
+                    mode,
+                    &original,
+                    &merged,
+                    &v,
+                ));
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "differential (interpreter): {} modules x 3 modes in {secs:.1} s = {:.0} modules/minute; \
+         {} merged ({:?}); {} functions, {} runs, {} inconclusive, {} unsupported, {} skipped; \
+         {} private copies; {} modules with self-recursion, {} with mutual recursion",
+        totals.modules,
+        totals.modules as f64 * 60.0 / secs,
+        totals.merged,
+        totals.by_action,
+        totals.functions,
+        totals.runs,
+        totals.inconclusive,
+        totals.unsupported,
+        totals.skipped,
+        totals.private_copies,
+        totals.self_recursive,
+        totals.mutually_recursive,
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The check is worth something: merges happened, of every kind, most runs were conclusive,
+    // and the modules recurse.
+    assert!(
+        totals.merged >= 2 * n,
+        "only {} merges in {n} modules",
+        totals.merged
+    );
+    for action in ["removed", "thunk", "alias"] {
+        assert!(
+            totals.by_action.get(action).copied().unwrap_or(0) >= n / 4,
+            "too few `{action}` merges: {:?}",
+            totals.by_action
+        );
+    }
+    let conclusive = totals.runs - totals.inconclusive - totals.unsupported;
+    assert!(
+        conclusive * 10 >= totals.runs * 8,
+        "only {conclusive} of {} runs conclusive",
+        totals.runs
+    );
+    assert!(
+        totals.private_copies >= n / 20,
+        "{} private copies",
+        totals.private_copies
+    );
+    assert!(
+        totals.self_recursive >= n / 4,
+        "{} self-recursive",
+        totals.self_recursive
+    );
+    assert!(
+        totals.mutually_recursive >= n / 8,
+        "{} mutually recursive",
+        totals.mutually_recursive
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) Native code.
+
+fn host_isa() -> OwnedTargetIsa {
+    let flags = settings::Flags::new(settings::builder());
+    cranelift_native::builder()
+        .expect("a host Cranelift supports")
+        .finish(flags)
+        .expect("the host ISA")
+}
+
+/// A module compiled with cranelift-jit: every defined function, aliases resolved to their
+/// targets.
+struct Jit {
+    module: Option<JITModule>,
+    ids: HashMap<FuncName, cranelift_module::FuncId>,
+}
+
+impl Jit {
+    fn compile(m: &Module, isa: OwnedTargetIsa) -> Jit {
+        let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        let mut jit = JITModule::new(builder);
+        let mut ids = HashMap::new();
+        for mf in m.functions() {
+            let symbol = format!("clif_{}", mf.name).replace(['%', ':'], "_");
+            let id = jit
+                .declare_function(
+                    &symbol,
+                    cranelift_module::Linkage::Local,
+                    &mf.func.signature,
+                )
+                .unwrap();
+            ids.insert(mf.name.clone(), id);
+        }
+        for alias in m.aliases() {
+            let target = m
+                .resolve(&alias.name)
+                .expect("an alias of a defined function");
+            ids.insert(alias.name.clone(), ids[&m.function(target).name]);
+        }
+        let mut ctx = jit.make_context();
+        for mf in m.functions() {
+            let mut func: Function = mf.func.clone();
+            let refs: Vec<_> = func.dfg.ext_funcs.keys().collect();
+            for r in refs {
+                let name = FuncName::of_external(&func.dfg.ext_funcs[r].name, &func)
+                    .expect("a function name");
+                let id = ids
+                    .get(&name)
+                    .unwrap_or_else(|| panic!("{name} is not defined in the module"));
+                let user =
+                    func.declare_imported_user_function(UserExternalName::new(0, id.as_u32()));
+                func.dfg.ext_funcs[r].name = ExternalName::user(user);
+            }
+            func.name = UserFuncName::user(0, ids[&mf.name].as_u32());
+            ctx.func = func;
+            jit.define_function(ids[&mf.name], &mut ctx)
+                .unwrap_or_else(|e| panic!("cannot compile {}: {e:?}", mf.name));
+            jit.clear_context(&mut ctx);
+        }
+        jit.finalize_definitions().unwrap();
+        Jit {
+            module: Some(jit),
+            ids,
+        }
+    }
+
+    /// Calls `name` (all-`i64` parameters, one `i64` result).
+    fn call(&self, name: &FuncName, args: &[i64]) -> i64 {
+        let jit = self.module.as_ref().unwrap();
+        let code = jit.get_finalized_function(self.ids[name]);
+        // SAFETY: the generator gives native functions 1 to 3 `i64` parameters and one `i64`
+        // result in the host's default calling convention (the C one), and code that neither
+        // traps nor recurses without bound.
+        unsafe {
+            match *args {
+                [a] => std::mem::transmute::<*const u8, extern "C" fn(i64) -> i64>(code)(a),
+                [a, b] => {
+                    std::mem::transmute::<*const u8, extern "C" fn(i64, i64) -> i64>(code)(a, b)
+                }
+                [a, b, c] => std::mem::transmute::<*const u8, extern "C" fn(i64, i64, i64) -> i64>(
+                    code,
+                )(a, b, c),
+                _ => panic!("unexpected signature"),
+            }
+        }
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(jit) = self.module.take() {
+            // SAFETY: no pointer into this module's code outlives it.
+            unsafe { jit.free_memory() };
+        }
+    }
+}
+
+/// What runs in `merged` for the original function `name`: the same name, or the kept function
+/// when it was removed.
+fn counterpart(merged: &Module, report: &MergeReport, name: &FuncName) -> FuncName {
+    if merged.resolve(name).is_some() {
+        return name.clone();
+    }
+    let text = name.to_string();
+    for class in &report.classes {
+        if class
+            .replaced
+            .iter()
+            .any(|r| r.name == text && r.by == Action::Removed)
+        {
+            return FuncName::parse(&class.kept).unwrap();
+        }
+    }
+    panic!("{name} is neither in the merged module nor removed");
+}
+
+fn native_args(params: usize, run: usize, seeds: &mut Seeds) -> Vec<i64> {
+    let edges = [0, 1, -1, i64::MIN, i64::MAX, 2, DEPTH_MASK, -2];
+    (0..params)
+        .map(|_| {
+            if run < edges.len() {
+                return edges[run];
+            }
+            let r = seeds.data(2);
+            match r[0] % 3 {
+                0 => edges[r[1] as usize % edges.len()],
+                1 => (r[1] % 33) as i64 - 16,
+                _ => ((u64::from(r[0]) << 32) | u64::from(r[1])) as i64,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn merged_generated_modules_behave_the_same_natively() {
+    let n = cases(24);
+    let isa = host_isa();
+    let cfg = ModGenConfig::native(isa.default_call_conv());
+    let mut seeds = Seeds(0x00d1_ff00_0a71_0e02);
+    let mut calls = 0usize;
+    let mut merged_total = 0usize;
+    let mut interpreter_agrees = 0usize;
+    let start = Instant::now();
+    for case in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let original = gm.module();
+        let native_original = Jit::compile(&original, isa.clone());
+        let mut tuples: Vec<(FuncName, Vec<i64>, i64)> = Vec::new();
+        for mf in original.functions() {
+            let params = mf.func.signature.params.len();
+            for run in 0..10 {
+                let args = native_args(params, run, &mut seeds);
+                let result = native_original.call(&mf.name, &args);
+                tuples.push((mf.name.clone(), args, result));
+            }
+        }
+        // The interpreter agrees with the compiled original (the harness checks itself).
+        for (name, args, expected) in tuples.iter().step_by(3) {
+            let dv: Vec<DataValue> = args.iter().map(|&a| DataValue::I64(a)).collect();
+            let run = run_function(&original, name, &dv, &test_options());
+            match &run.outcome {
+                Outcome::Returned(values) => {
+                    assert!(
+                        matches!(values[..], [DataValue::I64(x)] if x == *expected),
+                        "case {case}: {name}{args:?}: native {expected}, interpreter {:?}\n{}",
+                        values,
+                        emit::module_to_clif(&original)
+                    );
+                    interpreter_agrees += 1;
+                }
+                other => assert!(
+                    other.is_inconclusive(),
+                    "case {case}: {name}{args:?}: native {expected}, interpreter {other}"
+                ),
+            }
+        }
+        for mode in MODES {
+            let (merged, report) = merged(&original, mode);
+            merged_total += report.merged;
+            let native_merged = Jit::compile(&merged, isa.clone());
+            for (name, args, expected) in &tuples {
+                let target = counterpart(&merged, &report, name);
+                let got = native_merged.call(&target, args);
+                calls += 1;
+                assert_eq!(
+                    got,
+                    *expected,
+                    "case {case}, mode {}: {name}{args:?} (runs {target}): original {expected}, \
+                     merged {got}\n--- original ---\n{}--- merged ---\n{}",
+                    mode.keyword(),
+                    emit::module_to_clif(&original),
+                    emit::module_to_clif(&merged)
+                );
+            }
+        }
+    }
+    eprintln!(
+        "differential (native): {n} modules, {calls} calls compared, {merged_total} merges, \
+         interpreter agreed {interpreter_agrees} times, in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        merged_total >= 2 * n,
+        "only {merged_total} merges in {n} modules"
+    );
+    assert!(
+        interpreter_agrees >= 10 * n,
+        "interpreter agreed only {interpreter_agrees} times"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) The check can fail.
+
+fn module_from_text(text: &str, local: &[&str]) -> Module {
+    let mut module = Module::new();
+    for func in cranelift_reader::parse_functions(text).unwrap() {
+        let name = FuncName::of_function(&func);
+        let linkage = if local.contains(&name.to_string().as_str()) {
+            Linkage::Local
+        } else {
+            Linkage::Export
+        };
+        module.define(func, linkage, None).unwrap();
+    }
+    module
+}
+
+/// The `iconst`s of `func` in layout order.
+fn iconsts(func: &Function) -> Vec<cranelift_codegen::ir::Inst> {
+    func.layout
+        .blocks()
+        .flat_map(|b| func.layout.block_insts(b).collect::<Vec<_>>())
+        .filter(|&i| {
+            matches!(
+                func.dfg.insts[i],
+                InstructionData::UnaryImm {
+                    opcode: Opcode::Iconst,
+                    ..
+                }
+            )
+        })
+        .collect()
+}
+
+/// Adds `delta` to the immediate of the `n`th `iconst` of the function `name` of `module`.
+fn corrupt_constant(module: &mut Module, name: &FuncName, n: usize, delta: i64) -> bool {
+    let Some(id) = module.resolve(name) else {
+        return false;
+    };
+    let func = &mut module.function_mut(id).func;
+    let Some(&inst) = iconsts(func).get(n) else {
+        return false;
+    };
+    let ty = func.dfg.ctrl_typevar(inst);
+    if let InstructionData::UnaryImm { imm, .. } = &mut func.dfg.insts[inst] {
+        let bits = ty.bits();
+        let new = imm.bits().wrapping_add(delta);
+        let new = if bits >= 64 {
+            new
+        } else {
+            ((new as u64) & ((1u64 << bits) - 1)) as i64
+        };
+        *imm = Imm64::new(new);
+    }
+    true
+}
+
+const TWO_EQUAL: &str = "
+function %a(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 5
+    v2 = iadd v0, v1
+    return v2
+}
+
+function %b(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 5
+    v2 = iadd v0, v1
+    return v2
+}
+
+function %c(i64) -> i64 {
+    sig0 = (i64) -> i64
+    fn0 = %b sig0
+block0(v0: i64):
+    v1 = call fn0(v0)
+    v2 = imul v1, v1
+    return v2
+}
+
+function %near(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 6
+    v2 = iadd v0, v1
+    return v2
+}
+";
+
+#[test]
+fn a_corrupted_kept_function_is_reported() {
+    for mode in MODES {
+        for local_b in [false, true] {
+            let locals: &[&str] = if local_b { &["%b"] } else { &[] };
+            let original = module_from_text(TWO_EQUAL, locals);
+            let (mut merged, report) = merged(&original, mode);
+            assert_eq!(report.merged, 1, "{report:?}");
+            let clean = verify_merge(&original, &merged, &report, &test_options());
+            assert!(clean.is_ok(), "{}", clean.summary());
+            assert_eq!(clean.functions, 4);
+            let kept = FuncName::parse(&report.classes[0].kept).unwrap();
+            assert!(corrupt_constant(&mut merged, &kept, 0, 1));
+            let v = verify_merge(&original, &merged, &report, &test_options());
+            let wrong: std::collections::BTreeSet<String> = v
+                .mismatches
+                .iter()
+                .map(|m| m.function.to_string())
+                .collect();
+            // The kept function, the one merged into it (thunk, alias or removed), and the
+            // caller of the one merged into it.
+            assert_eq!(
+                wrong.into_iter().collect::<Vec<_>>(),
+                ["%a", "%b", "%c"],
+                "mode {}, %b local: {local_b}: {}",
+                mode.keyword(),
+                v.summary()
+            );
+            let first = v.mismatches[0].to_string();
+            assert!(first.contains("original returns"), "{first}");
+            // Deterministic: the same report again.
+            let again = verify_merge(&original, &merged, &report, &test_options());
+            let text = |v: &VerifyReport| {
+                let mut t = v.summary();
+                for m in &v.mismatches {
+                    t.push_str(&format!("\n{m}"));
+                }
+                t
+            };
+            assert_eq!(text(&v), text(&again));
+        }
+    }
+}
+
+#[test]
+fn a_wrong_merge_is_reported() {
+    // Pretend %near merged with %a: a thunk of %a under the name %near.
+    let original = module_from_text(TWO_EQUAL, &[]);
+    let (merged_ok, report) = merged(&original, Mode::Safe);
+    let mut functions = Vec::new();
+    for mf in merged_ok.functions() {
+        let mut mf = mf.clone();
+        if mf.name.to_string() == "%near" {
+            mf.func = clif_merge::merge::actions::write_thunk(
+                &mf.name,
+                &mf.func.signature,
+                &FuncName::parse("%a").unwrap(),
+            );
+        }
+        functions.push(mf);
+    }
+    let mut wrong = Module::new();
+    for mf in functions {
+        wrong.define(mf.func, mf.linkage, None).unwrap();
+    }
+    let v = verify_merge(&original, &wrong, &report, &test_options());
+    assert!(!v.is_ok());
+    assert!(
+        v.mismatches
+            .iter()
+            .all(|m| m.function.to_string() == "%near"),
+        "{:?}",
+        v.mismatches
+    );
+    // Every run of %near differs (5 instead of 6 added).
+    assert_eq!(v.mismatches.len(), test_options().runs);
+}
+
+#[test]
+fn a_call_to_a_dropped_function_is_reported() {
+    // The merged module lost %b but %c still calls it.
+    let original = module_from_text(TWO_EQUAL, &[]);
+    let mut broken = Module::new();
+    for mf in original.functions() {
+        if mf.name.to_string() != "%b" {
+            broken.define(mf.func.clone(), mf.linkage, None).unwrap();
+        }
+    }
+    let report = MergeReport {
+        functions: 4,
+        merged: 1,
+        classes: vec![clif_merge::merge::MergedClass {
+            kept: "%a".into(),
+            replaced: vec![clif_merge::merge::Replacement {
+                name: "%b".into(),
+                by: Action::Removed,
+            }],
+        }],
+    };
+    let v = verify_merge(&original, &broken, &report, &test_options());
+    let names: Vec<String> = v
+        .mismatches
+        .iter()
+        .map(|m| m.function.to_string())
+        .collect();
+    assert!(names.contains(&"%c".to_string()), "{}", v.summary());
+    assert!(
+        !names.contains(&"%b".to_string()),
+        "%b runs %a, which is right"
+    );
+}
+
+/// Over generated modules: changing one constant of a kept function is usually caught (not
+/// always: the constant may not matter for the arguments tried).
+#[test]
+fn corrupted_generated_merges_are_reported() {
+    let n = cases(30);
+    let cfg = ModGenConfig::interpreter();
+    let options = test_options();
+    let mut seeds = Seeds(0x00d1_ff00_bad0_0003);
+    let (mut applied, mut caught) = (0, 0);
+    for _ in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let original = gm.module();
+        let (merged, report) = merged(&original, Mode::Safe);
+        for class in &report.classes {
+            let kept = FuncName::parse(&class.kept).unwrap();
+            let mut corrupted = merged.clone();
+            if !corrupt_constant(&mut corrupted, &kept, 0, 1) {
+                continue;
+            }
+            applied += 1;
+            let v = verify_merge(&original, &corrupted, &report, &options);
+            caught += !v.is_ok() as usize;
+            break;
+        }
+    }
+    eprintln!("corrupted kept functions: {caught} of {applied} caught");
+    assert!(applied >= n / 2, "only {applied} corruptions applied");
+    assert!(
+        caught * 10 >= applied * 6,
+        "only {caught} of {applied} caught"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (d) The command line.
+
+const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
+
+fn filetests(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            filetests(&path, out);
+        } else if path.extension().is_some_and(|e| e == "clif") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn cli_verify_passes_on_the_example() {
+    let out = Command::new(BIN)
+        .args(["--verify", "--report", "json", "examples/basic.clif"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.starts_with("verify: 6 functions, 384 runs, 0 mismatches"),
+        "{stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["merged"], 3);
+}
+
+#[test]
+fn cli_verify_passes_on_every_filetest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    filetests(&root.join("filetests"), &mut files);
+    files.sort();
+    assert!(files.len() > 50);
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked_functions = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut args: Vec<String> = vec!["--verify".into()];
+        for word in text.lines().next().unwrap_or("").split_whitespace().skip(2) {
+            if let Some((key, value)) = word.split_once('=') {
+                args.push(format!("--{key}"));
+                args.push(value.into());
+            }
+        }
+        let clif = dir.path().join("out.clif");
+        let out = Command::new(BIN)
+            .args(&args)
+            .arg("--emit-clif")
+            .arg(&clif)
+            .arg(file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", file.display());
+        let summary = stderr.lines().find(|l| l.starts_with("verify: ")).unwrap();
+        assert!(
+            summary.contains(" 0 mismatches"),
+            "{}: {summary}",
+            file.display()
+        );
+        checked_functions += summary
+            .trim_start_matches("verify: ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap();
+        assert!(clif.exists(), "{}: --emit-clif not written", file.display());
+        std::fs::remove_file(&clif).unwrap();
+    }
+    assert!(
+        checked_functions > 200,
+        "{checked_functions} functions checked"
+    );
+}
+
