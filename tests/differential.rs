@@ -773,4 +773,3 @@ fn cli_verify_passes_on_every_filetest() {
         "{checked_functions} functions checked"
     );
 }
-
