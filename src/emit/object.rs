@@ -433,7 +433,6 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
     // A relocation to a defined, non-preemptible function compares its class; the rest compare
     // by identity. Only compiled functions take part (thunks are already minimal); preemptible
     // ones too, since only references to them must be compared by identity.
-    let n = code.len();
     let foldable = |slot: u32| -> Option<FuncId> {
         match slots.slots[slot as usize].kind {
             SlotKind::Defined(id)
@@ -445,60 +444,24 @@ fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mo
             _ => None,
         }
     };
-    let mut fingerprints = Vec::with_capacity(n);
-    for (i, c) in code.iter().enumerate() {
-        let mut fp = Fingerprint::default();
-        match c {
+    let fingerprints: Vec<Fingerprint> = code
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c {
             Code::Compiled {
                 bytes,
                 alignment,
                 relocs,
-            } => {
-                fp.tokens.push(0);
-                fp.tokens.push(*alignment as u32);
-                fp.tokens.push(bytes.len() as u32);
-                fp.tokens.extend(bytes.iter().map(|&b| u32::from(b)));
-                fp.tokens.push(relocs.len() as u32);
-                for r in relocs {
-                    fp.tokens.push(r.offset);
-                    fp.tokens.push(reloc_number(r.kind));
-                    fp.tokens.push(r.addend as u32);
-                    fp.tokens.push((r.addend >> 32) as u32);
-                    // A call goes to the callee's class; any other reference to a function is
-                    // its address, which is identity unless merged functions share addresses.
-                    let by_class = mode == Mode::Aliases || is_direct_call(r.kind);
-                    match &r.target {
-                        Target::Slot(s) => match foldable(*s).filter(|_| by_class) {
-                            Some(id) => {
-                                fp.tokens.push(1);
-                                fp.class_refs.push(id);
-                            }
-                            None => {
-                                fp.tokens.push(2);
-                                fp.tokens.push(*s);
-                            }
-                        },
-                        Target::SelfOffset(off) => {
-                            fp.tokens.push(3);
-                            fp.tokens.push(*off);
-                        }
-                        Target::Other(other) => {
-                            fp.tokens.push(4);
-                            let text = format!("{other:?}");
-                            fp.tokens.push(text.len() as u32);
-                            fp.tokens.extend(text.bytes().map(u32::from));
-                        }
-                    }
-                }
-            }
-            // Not a candidate: a unique token so it is alone in its class.
-            _ => {
-                fp.tokens.push(1);
-                fp.tokens.push(i as u32);
-            }
-        }
-        fingerprints.push(fp);
-    }
+            } => machine_code_fingerprint(bytes, *alignment, relocs, |r, slot| {
+                // A call goes to the callee's class; any other reference to a function is its
+                // address, which is identity unless merged functions share addresses.
+                let by_class = mode == Mode::Aliases || is_direct_call(r.kind);
+                foldable(slot).filter(|_| by_class)
+            }),
+            // Not a candidate: alone in its class.
+            _ => Fingerprint::unique(i as u32),
+        })
+        .collect();
     let hashes: Vec<u64> = fingerprints.iter().map(hash).collect();
     let classes = refine_classes(&fingerprints, &hashes);
     let address_taken = module.address_taken();
@@ -559,11 +522,52 @@ fn is_direct_call(kind: Reloc) -> bool {
     )
 }
 
-fn reloc_number(kind: Reloc) -> u32 {
-    // `Reloc` has no stable number; its name is unique.
-    let name = format!("{kind:?}");
-    name.bytes()
-        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
+/// Compiled code as comparison tokens: alignment, bytes, then each relocation (offset, kind,
+/// addend, target). `class_of` says which targets compare by class (then the target's function
+/// goes to `class_refs`); the others compare by identity.
+fn machine_code_fingerprint(
+    bytes: &[u8],
+    alignment: u64,
+    relocs: &[Relocation],
+    class_of: impl Fn(&Relocation, u32) -> Option<FuncId>,
+) -> Fingerprint {
+    let mut fp = Fingerprint::default();
+    let push_text = |fp: &mut Fingerprint, text: &str| {
+        fp.tokens.push(text.len() as u32);
+        fp.tokens.extend(text.bytes().map(u32::from));
+    };
+    fp.tokens.push(alignment as u32);
+    fp.tokens.push(bytes.len() as u32);
+    fp.tokens.extend(bytes.iter().map(|&b| u32::from(b)));
+    fp.tokens.push(relocs.len() as u32);
+    for r in relocs {
+        fp.tokens.push(r.offset);
+        // `Reloc` has no stable number; its name is unique.
+        push_text(&mut fp, &format!("{:?}", r.kind));
+        fp.tokens.push(r.addend as u32);
+        fp.tokens.push((r.addend >> 32) as u32);
+        match &r.target {
+            Target::Slot(s) => match class_of(r, *s) {
+                Some(id) => {
+                    fp.tokens.push(1);
+                    fp.class_refs.push(id);
+                }
+                None => {
+                    fp.tokens.push(2);
+                    fp.tokens.push(*s);
+                }
+            },
+            Target::SelfOffset(off) => {
+                fp.tokens.push(3);
+                fp.tokens.push(*off);
+            }
+            Target::Other(other) => {
+                fp.tokens.push(4);
+                push_text(&mut fp, &format!("{other:?}"));
+            }
+        }
+    }
+    fp
 }
 
 /// Writes `module` (already merged) as an object. `removed_by_merge` is the number of functions
