@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod emit;
+mod guard;
 pub mod merge;
 pub mod module;
 mod parallel;

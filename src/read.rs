@@ -115,7 +115,15 @@ impl ModuleReader {
             });
         }
         let options = ParseOptions::default();
-        let test = cranelift_reader::parse_test(text, options).map_err(|e| {
+        let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
+            .map_err(|panic| {
+                InputError::new(
+                    file,
+                    0,
+                    format!("the CLIF reader failed on this file: {panic}"),
+                )
+            })?;
+        let test = parsed.map_err(|e| {
             // The reader goes on lexing past a bad character and reports it where parsing
             // stopped; find the character's own line.
             let line = match e.message.as_str() {
@@ -266,7 +274,15 @@ fn verify(
     file: &Path,
     func_line: usize,
 ) -> Result<(), InputError> {
-    let Err(errors) = cranelift_codegen::verify_function(func, flags) else {
+    let verified = crate::guard::catch_panic(|| cranelift_codegen::verify_function(func, flags))
+        .map_err(|panic| {
+            let msg = format!(
+                "in function {}: the CLIF verifier failed on this function: {panic}",
+                FuncName::of_function(func)
+            );
+            InputError::new(file, func_line, msg)
+        })?;
+    let Err(errors) = verified else {
         return Ok(());
     };
     let first = &errors.0[0];

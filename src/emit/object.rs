@@ -327,21 +327,13 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
         ctx.func = slots.renamed(&mf.func);
         // Cranelift may panic on input it verified but cannot lower; that is an error about
         // this function, not a crash of the tool.
-        let result = quietly(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                ctx.compile(isa, &mut ControlPlane::default())
-                    .map(|_| ())
-                    .map_err(|e| format!("{:?}", e.inner))
-            }))
+        let result = crate::guard::catch_panic(|| {
+            ctx.compile(isa, &mut ControlPlane::default()).map(|_| ())
         });
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => bail!("cannot compile {}: {e}", describe(mf)),
-            Err(panic) => bail!(
-                "cannot compile {}: Cranelift failed: {}",
-                describe(mf),
-                panic_message(&*panic)
-            ),
+            Ok(Err(e)) => bail!("cannot compile {}: {:?}", describe(mf), e.inner),
+            Err(panic) => bail!("cannot compile {}: Cranelift failed: {panic}", describe(mf)),
         }
         let compiled = ctx.compiled_code().expect("compiled above");
         let bytes = compiled.buffer.data().to_vec();
@@ -381,30 +373,10 @@ fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Resu
     Ok(out)
 }
 
-/// Runs `f` with the panic hook silenced: a panic inside Cranelift is caught and reported as an
-/// error about the function, and should not also be printed as a crash.
-fn quietly<T>(f: impl FnOnce() -> T) -> T {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = f();
-    std::panic::set_hook(previous);
-    result
-}
-
 fn describe(mf: &crate::module::ModuleFunction) -> String {
     match &mf.origin {
         Some(o) => format!("{} ({}:{})", mf.name, o.file.display(), o.line),
         None => mf.name.to_string(),
-    }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic".to_string()
     }
 }
 
