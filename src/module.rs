@@ -78,8 +78,8 @@ impl FuncName {
     /// Parses `%name` or `u<ns>:<index>` as written in CLIF.
     pub fn parse(text: &str) -> Option<FuncName> {
         if let Some(rest) = text.strip_prefix('%') {
-            let valid =
-                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            // `%` alone is a name too: cranelift-reader accepts the empty testcase name.
+            let valid = rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             return valid.then(|| FuncName::Testcase(rest.into()));
         }
         let rest = text.strip_prefix('u')?;
@@ -518,7 +518,8 @@ mod tests {
         for text in ["%foo", "%a_1", "u0:3", "u805306368:7"] {
             assert_eq!(FuncName::parse(text).unwrap().to_string(), text);
         }
-        for bad in ["%", "%a-b", "u0", "u:1", "ux:1", "u0:", "foo", "u0:1x"] {
+        assert_eq!(FuncName::parse("%").unwrap().to_string(), "%");
+        for bad in ["%a-b", "u0", "u:1", "ux:1", "u0:", "foo", "u0:1x"] {
             assert_eq!(FuncName::parse(bad), None, "{bad}");
         }
     }

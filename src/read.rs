@@ -142,6 +142,10 @@ impl ModuleReader {
                 );
                 return Err(InputError::new(file, line, msg));
             }
+            if let Some(msg) = undeclared_entity(&func) {
+                let msg = format!("in function {}: {msg}", FuncName::of_function(&func));
+                return Err(InputError::new(file, line, msg));
+            }
             if self.options.verify {
                 verify(&func, &flags, &details.map, file, line)?;
             }
@@ -263,6 +267,36 @@ fn invalid_char_line(text: &str) -> Option<usize> {
             _ => return Some(line),
         }
         in_word = word_char;
+    }
+    None
+}
+
+/// A reference to a global value or dynamic type that the function does not declare, which
+/// cranelift-reader and the verifier let through.
+fn undeclared_entity(func: &Function) -> Option<String> {
+    use cranelift_codegen::ir::GlobalValueData;
+    let gv_ok = |gv| func.global_values.is_valid(gv);
+    if let Some(gv) = func.stack_limit.filter(|&gv| !gv_ok(gv)) {
+        return Some(format!("stack_limit names {gv}, which is not declared"));
+    }
+    for (gv, data) in func.global_values.iter() {
+        if let GlobalValueData::Load { base, .. } | GlobalValueData::IAddImm { base, .. } = data
+            && !gv_ok(*base)
+        {
+            return Some(format!("{gv} is based on {base}, which is not declared"));
+        }
+    }
+    for (dt, data) in func.dfg.dynamic_types.iter() {
+        if !gv_ok(data.dynamic_scale) {
+            let gv = data.dynamic_scale;
+            return Some(format!("{dt} is scaled by {gv}, which is not declared"));
+        }
+    }
+    for (slot, data) in func.dynamic_stack_slots.iter() {
+        if !func.dfg.dynamic_types.is_valid(data.dyn_ty) {
+            let dt = data.dyn_ty;
+            return Some(format!("{slot} has type {dt}, which is not declared"));
+        }
     }
     None
 }
