@@ -114,6 +114,13 @@ impl ModuleReader {
                 line,
             });
         }
+        if let Some((line, word)) = huge_entity_number(text) {
+            let msg = format!(
+                "`{word}`: entity numbers above {MAX_ENTITY_NUMBER} are not supported \
+                 (cranelift-reader would allocate a table that large)"
+            );
+            return Err(InputError::new(file, line, msg));
+        }
         let options = ParseOptions::default();
         let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
             .map_err(|panic| {
@@ -271,6 +278,49 @@ fn invalid_char_line(text: &str) -> Option<usize> {
     None
 }
 
+/// The largest entity number (`v…`, `block…`, `ss…`, …) accepted. cranelift-reader sizes its
+/// tables by the largest number it meets, so `v2000000000` alone would ask for gigabytes.
+const MAX_ENTITY_NUMBER: u64 = 10_000_000;
+
+/// The first entity reference numbered above [`MAX_ENTITY_NUMBER`], with its line.
+fn huge_entity_number(text: &str) -> Option<(usize, &str)> {
+    const PREFIXES: &[&str] = &[
+        "v", "block", "ss", "dss", "sig", "fn", "gv", "jt", "dt", "mt", "region", "const", "tag",
+        "inst", "et",
+    ];
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split(';').next().unwrap_or("");
+        let mut previous = ' ';
+        let mut start = None;
+        for (at, c) in code
+            .char_indices()
+            .chain(std::iter::once((code.len(), ' ')))
+        {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                if start.is_none() && previous != '%' {
+                    start = Some(at);
+                }
+            } else if let Some(begin) = start.take() {
+                let word = &code[begin..at];
+                let digits = word.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+                let prefix = &word[..word.len() - digits.len()];
+                let huge = digits.len() > 7
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && digits
+                        .parse::<u64>()
+                        .map_or(true, |n| n > MAX_ENTITY_NUMBER);
+                if huge && PREFIXES.contains(&prefix) {
+                    return Some((i + 1, word));
+                }
+            }
+            if start.is_none() && !(c.is_ascii_alphanumeric() || c == '_') {
+                previous = c;
+            }
+        }
+    }
+    None
+}
+
 /// A reference to a global value or dynamic type that the function does not declare, which
 /// cranelift-reader and the verifier let through.
 fn undeclared_entity(func: &Function) -> Option<String> {
@@ -411,6 +461,21 @@ fn parse_alias(words: Vec<&str>) -> Result<Directive, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_entity_numbers_are_refused() {
+        assert_eq!(
+            huge_entity_number("block0:\n  v1 = iadd v2000000000, v0\n"),
+            Some((2, "v2000000000"))
+        );
+        assert_eq!(
+            huge_entity_number("  ss4000000000 = explicit_slot 4"),
+            Some((1, "ss4000000000"))
+        );
+        let fine = "fn0 = colocated u805306368:1 sig0\n v1 = iconst.i64 123456789012\n\
+                    function %fn123456789012() {\n ; v99999999999 in a comment\n";
+        assert_eq!(huge_entity_number(fine), None);
+    }
 
     #[test]
     fn invalid_characters_are_found_on_their_line() {
