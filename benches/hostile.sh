@@ -37,7 +37,7 @@ RESULTS=target/hostile-results.md
 ALL_CASES="empty only-comments truncated binary-garbage non-utf8 nul-bytes open-parens
   chain-20k chain-100k chain-100001 nest-10k nest-49999 long-name undefined-callee linkage-missing
   alias-missing missing-folder xz-bomb huge-value-number huge-slot-number huge-sig-number
-  undeclared-gv-base undeclared-stack-limit million-functions"
+  entity-after-string many-large-entities undeclared-gv-base undeclared-stack-limit million-functions"
 CASES=${CASES:-$ALL_CASES}
 if [ "${SKIP_BIG:-}" = 1 ]; then
     CASES=$(echo "$CASES" | tr ' ' '\n' | grep -v '^million-functions$' | tr '\n' ' ')
@@ -217,6 +217,19 @@ elif case == "huge-sig-number":
     f.write("function %f(i32) -> i32 {\n    sig4000000000 = (i32) -> i32\n"
             "block0(v0: i32):\n    return v0\n}\n")
     f.close()
+elif case == "entity-after-string":
+    # A `;` inside a quoted string is not a comment; the declaration after it is still read.
+    path, f = open_out()
+    f.write("function %f(i64) -> i64 {\n    region0 = 1 \"x;\" ss4000000000 = explicit_slot 8\n"
+            "block0(v0: i64):\n    return v0\n}\n")
+    f.close()
+elif case == "many-large-entities":
+    # Entity numbers below the limit, paid for by every function.
+    path, f = open_out()
+    for i in range(40):
+        f.write(f"function %f{i}(i64) -> i64 {{\n    sig9999999 = (i64) -> i64\n"
+                "block0(v0: i64):\n    return v0\n}\n\n")
+    f.close()
 elif case in ("undeclared-gv-base", "undeclared-stack-limit"):
     # Dangling global value references that cranelift-reader accepts; two copies, so that the
     # pass fingerprints them.
@@ -277,6 +290,8 @@ describe() {
     huge-value-number) echo "one function using value \`v2000000000\`" ;;
     huge-slot-number) echo "one function declaring stack slot \`ss4000000000\`" ;;
     huge-sig-number) echo "one function declaring signature \`sig4000000000\`" ;;
+    entity-after-string) echo "\`region0 = 1 \"x;\" ss4000000000 = explicit_slot 8\` (a \`;\` in a string)" ;;
+    many-large-entities) echo "40 functions each declaring \`sig9999999\`" ;;
     undeclared-gv-base) echo "2 equal functions with \`gv1 = load.i64 notrap aligned gv7+8\`, gv7 undeclared" ;;
     undeclared-stack-limit) echo "2 equal functions with \`stack_limit = gv5\`, gv5 undeclared" ;;
     million-functions) echo "1,000,000 small functions, 100,000 of them duplicates" ;;

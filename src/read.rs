@@ -114,11 +114,7 @@ impl ModuleReader {
                 line,
             });
         }
-        if let Some((line, word)) = huge_entity_number(text) {
-            let msg = format!(
-                "`{word}`: entity numbers above {MAX_ENTITY_NUMBER} are not supported \
-                 (cranelift-reader would allocate a table that large)"
-            );
+        if let Some((line, msg)) = entity_number_problem(text) {
             return Err(InputError::new(file, line, msg));
         }
         let options = ParseOptions::default();
@@ -282,41 +278,79 @@ fn invalid_char_line(text: &str) -> Option<usize> {
 /// tables by the largest number it meets, so `v2000000000` alone would ask for gigabytes.
 const MAX_ENTITY_NUMBER: u64 = 10_000_000;
 
-/// The first entity reference numbered above [`MAX_ENTITY_NUMBER`], with its line.
-fn huge_entity_number(text: &str) -> Option<(usize, &str)> {
-    const PREFIXES: &[&str] = &[
-        "v", "block", "ss", "dss", "sig", "fn", "gv", "jt", "dt", "mt", "region", "const", "tag",
-        "inst", "et",
-    ];
-    for (i, line) in text.lines().enumerate() {
-        let code = line.split(';').next().unwrap_or("");
-        let mut previous = ' ';
-        let mut start = None;
-        for (at, c) in code
-            .char_indices()
-            .chain(std::iter::once((code.len(), ' ')))
-        {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                if start.is_none() && previous != '%' {
-                    start = Some(at);
-                }
-            } else if let Some(begin) = start.take() {
-                let word = &code[begin..at];
-                let digits = word.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-                let prefix = &word[..word.len() - digits.len()];
-                let huge = digits.len() > 7
-                    && digits.bytes().all(|b| b.is_ascii_digit())
-                    && digits
-                        .parse::<u64>()
-                        .map_or(true, |n| n > MAX_ENTITY_NUMBER);
-                if huge && PREFIXES.contains(&prefix) {
-                    return Some((i + 1, word));
-                }
+/// The most that the largest entity numbers of all functions of a file may add up to: the
+/// tables of every function are alive at once, so many functions with large numbers would
+/// add up to gigabytes too.
+const ENTITY_NUMBER_BUDGET: u64 = 100_000_000;
+
+const ENTITY_PREFIXES: &[&str] = &[
+    "v", "block", "ss", "dss", "sig", "fn", "gv", "jt", "dt", "mt", "region", "const", "tag",
+    "inst", "et",
+];
+
+/// The number of an entity reference such as `ss12` (`None` for any other word).
+fn entity_number(word: &str) -> Option<u64> {
+    let digits = word.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let prefix = &word[..word.len() - digits.len()];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ENTITY_PREFIXES
+        .contains(&prefix)
+        .then(|| digits.parse::<u64>().unwrap_or(u64::MAX))
+}
+
+/// Entity numbers that would make cranelift-reader allocate without bound, with their line:
+/// one above [`MAX_ENTITY_NUMBER`], or largest numbers per function adding up to more than
+/// [`ENTITY_NUMBER_BUDGET`]. One pass over the bytes, skipping comments and strings.
+fn entity_number_problem(text: &str) -> Option<(usize, String)> {
+    let bytes = text.as_bytes();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (mut line, mut i) = (1, 0);
+    let (mut in_string, mut in_comment) = (false, false);
+    let (mut function_max, mut total) = (0u64, 0u64);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
+            line += 1;
+            in_comment = false;
+        } else if in_comment {
+        } else if in_string {
+            in_string = b != b'"';
+        } else if b == b';' {
+            in_comment = true;
+        } else if b == b'"' {
+            in_string = true;
+        } else if word_byte(b) {
+            let start = i;
+            while i < bytes.len() && word_byte(bytes[i]) {
+                i += 1;
             }
-            if start.is_none() && !(c.is_ascii_alphanumeric() || c == '_') {
-                previous = c;
+            let word = &text[start..i];
+            let after_percent = start > 0 && bytes[start - 1] == b'%';
+            if word == "function" && !after_percent {
+                total += function_max;
+                function_max = 0;
+            } else if let Some(n) = entity_number(word).filter(|_| !after_percent) {
+                if n > MAX_ENTITY_NUMBER {
+                    let msg = format!(
+                        "`{word}`: entity numbers above {MAX_ENTITY_NUMBER} are not supported \
+                         (cranelift-reader would allocate a table that large)"
+                    );
+                    return Some((line, msg));
+                }
+                function_max = function_max.max(n);
             }
+            if total + function_max > ENTITY_NUMBER_BUDGET {
+                let msg = format!(
+                    "the largest entity numbers of the functions so far add up to more than \
+                     {ENTITY_NUMBER_BUDGET} (cranelift-reader would allocate tables that large)"
+                );
+                return Some((line, msg));
+            }
+            continue;
         }
+        i += 1;
     }
     None
 }
@@ -464,17 +498,20 @@ mod tests {
 
     #[test]
     fn huge_entity_numbers_are_refused() {
+        let line_of = |text: &str| entity_number_problem(text).map(|(line, _)| line);
+        assert_eq!(line_of("block0:\n  v1 = iadd v2000000000, v0\n"), Some(2));
+        assert_eq!(line_of("  ss4000000000 = explicit_slot 4"), Some(1));
         assert_eq!(
-            huge_entity_number("block0:\n  v1 = iadd v2000000000, v0\n"),
-            Some((2, "v2000000000"))
-        );
-        assert_eq!(
-            huge_entity_number("  ss4000000000 = explicit_slot 4"),
-            Some((1, "ss4000000000"))
+            line_of("region0 = 1 \"x;\" ss4000000000 = explicit_slot 8"),
+            Some(1)
         );
         let fine = "fn0 = colocated u805306368:1 sig0\n v1 = iconst.i64 123456789012\n\
                     function %fn123456789012() {\n ; v99999999999 in a comment\n";
-        assert_eq!(huge_entity_number(fine), None);
+        assert_eq!(line_of(fine), None);
+        let many = "function %f() {\n sig9999999 = ()\n}\n".repeat(11);
+        assert_eq!(line_of(&many), Some(32));
+        let fewer = "function %f() {\n sig9999999 = ()\n}\n".repeat(10);
+        assert_eq!(line_of(&fewer), None);
     }
 
     #[test]
