@@ -593,14 +593,7 @@ fn generated_modules_have_calls_between_functions_and_classes() {
     let mut with_classes = 0;
     let mut with_refinement = 0;
     for _ in 0..60 {
-        let data: Vec<u32> = (0..1500)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u32
-            })
-            .collect();
+        let data = common::generator::pseudo_random_choices(&mut seed, 1500);
         let gm = generate_module(&data);
         let mut calls = 0;
         let mut recursive = false;

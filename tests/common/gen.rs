@@ -1100,14 +1100,7 @@ mod tests {
         let (mut with_notrap, mut with_user_traps, mut with_uext, mut with_sext) = (0, 0, 0, 0);
         let mut seed = 0x1234_5678_u64;
         for _ in 0..400 {
-            let data: Vec<u32> = (0..600)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u32
-                })
-                .collect();
+            let data = pseudo_random_choices(&mut seed, 600);
             let func = generate(&data, &GenConfig::default());
             assert_valid(&func, "generated function");
             let text = func.display().to_string();
@@ -1214,4 +1207,17 @@ mod tests {
         );
         assert!(block_params > 100, "{block_params} blocks with parameters");
     }
+}
+
+/// `n` deterministic pseudo-random choices (xorshift), for tests that need many inputs
+/// without proptest.
+pub fn pseudo_random_choices(seed: &mut u64, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed as u32
+        })
+        .collect()
 }
