@@ -7,8 +7,9 @@
 //! testcase name) or `u0:3` (a user name); a callee declaration `fn0 = colocated u0:5 sig0`
 //! refers to the defined function of that name when there is one.
 
+use cranelift_codegen::entity::EntityRef;
 use cranelift_codegen::ir::{
-    ExternalName, Function, GlobalValueData, InstructionData, UserExternalName, UserFuncName,
+    ExternalName, Function, GlobalValueData, Inst, InstructionData, UserExternalName, UserFuncName,
 };
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
@@ -368,6 +369,15 @@ impl Module {
         self.symbols.get_external(name, func)
     }
 
+    /// What each external function declared in `func` stands for, indexed by `FuncRef`.
+    pub fn callee_symbols(&self, func: &Function) -> Box<[Option<Symbol>]> {
+        func.dfg
+            .ext_funcs
+            .values()
+            .map(|ext| self.lookup_external(&ext.name, func))
+            .collect()
+    }
+
     /// The defined function a symbol stands for, through an alias if need be.
     pub fn resolve_symbol(&self, symbol: Symbol) -> Option<FuncId> {
         match symbol {
@@ -488,6 +498,18 @@ impl Module {
     pub fn into_parts(self) -> (Vec<ModuleFunction>, Vec<Alias>) {
         (self.functions, self.aliases)
     }
+}
+
+/// Whether any instruction of `func`, in the layout or not, is a `func_addr`: a scan of the
+/// instruction storage, which is quicker than the layout's lists.
+pub fn uses_func_addr(func: &Function) -> bool {
+    !func.dfg.ext_funcs.is_empty()
+        && (0..func.dfg.num_insts()).any(|i| {
+            matches!(
+                func.dfg.insts[Inst::new(i)],
+                InstructionData::FuncAddr { .. }
+            )
+        })
 }
 
 /// The function names whose *address* `func` uses: `func_addr` operands and `symbol` globals.

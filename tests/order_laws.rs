@@ -4,7 +4,7 @@
 //!   a generated function, renumbered copies, single-field mutations of it and of its copies,
 //!   and functions generated from nearby choice sequences (so that many pairs share long
 //!   prefixes and some pairs are equal).
-//! - Hash consistency: functions that compare `Equal` have equal hashes.
+//! - Hash consistency: functions that compare `Equal` have equal hashes and equal shape hashes.
 //! - Exactness against an independent oracle (`common::canon`): two functions compare `Equal`
 //!   exactly when their canonical texts are equal.
 //! - A renumbered copy (values, blocks, stack slots, signatures, function references renumbered,
@@ -20,7 +20,7 @@
 
 mod common;
 
-use clif_merge::compare::{Fingerprint, IdentityResolver, hash};
+use clif_merge::compare::{Fingerprint, FingerprintWriter, IdentityResolver, hash};
 use clif_merge::merge::{Mode, PassTimes, find_classes};
 use clif_merge::{Linkage, Module};
 use common::canon::{canonical, canonical_with_names};
@@ -168,10 +168,13 @@ proptest! {
         }
     }
 
+    /// Both hashes: the fingerprint hash, and the shape hash the driver filters with first.
     #[test]
     fn equal_functions_have_equal_hashes(data in choices(600), aux in choices(64)) {
         let fam = family(&data, &aux);
         let hashes: Vec<u64> = fam.iter().map(fingerprint_hash).collect();
+        let mut writer = FingerprintWriter::new();
+        let shapes: Vec<u64> = fam.iter().map(|f| writer.shape_hash(f)).collect();
         let mut equal_pairs = 0;
         for i in 0..fam.len() {
             for j in 0..fam.len() {
@@ -180,6 +183,10 @@ proptest! {
                     prop_assert_eq!(
                         hashes[i], hashes[j],
                         "equal functions, different hashes\n{}", show(&fam[i], &fam[j])
+                    );
+                    prop_assert_eq!(
+                        shapes[i], shapes[j],
+                        "equal functions, different shape hashes\n{}", show(&fam[i], &fam[j])
                     );
                 }
             }

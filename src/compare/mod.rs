@@ -96,6 +96,12 @@ pub enum NameKey {
 /// Decides how names are compared; the merge driver's resolver knows the module and the mode.
 pub trait Resolver {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey;
+
+    /// How the function declared as `func_ref` is compared. A resolver that has already looked
+    /// up `func`'s declarations answers from its table instead of looking the name up again.
+    fn resolve_func_ref(&self, func: &Function, func_ref: FuncRef, kind: RefKind) -> NameKey {
+        self.resolve(func, &func.dfg.ext_funcs[func_ref].name, kind)
+    }
 }
 
 /// Compares every name by identity: the order of two functions on their own.
@@ -192,8 +198,11 @@ impl<K: cranelift_codegen::entity::EntityRef> SerialNumbers<K> {
         }
     }
 
-    fn clear(&mut self) {
+    /// Forgets every number; `count` is the number of entities of this kind in the function,
+    /// so that numbering never has to grow the map.
+    fn reset(&mut self, count: usize) {
         self.map.clear();
+        self.map.resize(count);
         self.next = 0;
     }
 
@@ -219,8 +228,6 @@ pub struct FingerprintWriter {
     stack_slots: SerialNumbers<ir::StackSlot>,
     dynamic_stack_slots: SerialNumbers<ir::DynamicStackSlot>,
     to_visit: Vec<Block>,
-    /// The shape hash being computed, in light walks.
-    shape: u64,
 }
 
 impl Default for FingerprintWriter {
@@ -239,44 +246,70 @@ impl FingerprintWriter {
             stack_slots: SerialNumbers::new(),
             dynamic_stack_slots: SerialNumbers::new(),
             to_visit: Vec::new(),
-            shape: 0,
         }
     }
 
     /// Writes `func`'s fingerprint.
     pub fn write(&mut self, func: &Function, resolver: &dyn Resolver) -> Fingerprint {
-        self.walk(func, resolver, false);
+        self.walk(func, resolver);
         Fingerprint {
             tokens: self.tokens.clone(),
             class_refs: self.class_refs.clone(),
         }
     }
 
-    /// A cheap hash of `func`: the same walk, hashing only the opcodes, counts, types, block
-    /// numbers and immediates, and skipping values and function-level entities.
+    /// A cheap hash of `func`: the blocks in the order of the walk, each with its parameter
+    /// count and its instructions' opcodes and branch targets; no values, types or fields.
     ///
-    /// Law: equal fingerprints ⇒ equal shape hashes. The skipped parts are whole productions of
-    /// the unambiguous fingerprint grammar, so what is hashed is a function of the fingerprint.
-    /// The driver writes full fingerprints only for functions that share a shape hash.
+    /// Law: equal fingerprints ⇒ equal shape hashes. Everything hashed is structural (it does
+    /// not depend on entity numbers or layout order), and two functions with equal fingerprints
+    /// correspond block for block and instruction for instruction along this walk. The driver
+    /// writes full fingerprints only for functions that share a shape hash.
     pub fn shape_hash(&mut self, func: &Function) -> u64 {
-        self.walk(func, &IdentityResolver, true);
-        self.shape
+        let mut h = hash::SEED;
+        let sig = &func.signature;
+        h = hash::mix(h, u64::from(call_conv_number(sig.call_conv)));
+        h = hash::mix(h, sig.params.len() as u64);
+        h = hash::mix(h, sig.returns.len() as u64);
+        let Some(entry) = func.layout.entry_block() else {
+            return h;
+        };
+        self.blocks.reset(func.dfg.num_blocks());
+        self.to_visit.clear();
+        self.blocks.number(entry);
+        self.to_visit.push(entry);
+        let dfg = &func.dfg;
+        while let Some(block) = self.to_visit.pop() {
+            h = hash::mix(h, dfg.num_block_params(block) as u64);
+            for inst in func.layout.block_insts(block) {
+                let data = &dfg.insts[inst];
+                h = hash::mix(h, data.opcode() as u64);
+                for call in data.branch_destination(&dfg.jump_tables, &dfg.exception_tables) {
+                    let target = call.block(&dfg.value_lists);
+                    let (sn, first) = self.blocks.number(target);
+                    if first {
+                        self.to_visit.push(target);
+                    }
+                    h = hash::mix(h, u64::from(sn));
+                }
+            }
+        }
+        h
     }
 
-    fn walk(&mut self, func: &Function, resolver: &dyn Resolver, light: bool) {
+    fn walk(&mut self, func: &Function, resolver: &dyn Resolver) {
         self.tokens.clear();
         self.class_refs.clear();
-        self.values.clear();
-        self.blocks.clear();
-        self.stack_slots.clear();
-        self.dynamic_stack_slots.clear();
+        self.values.reset(func.dfg.num_values());
+        self.blocks.reset(func.dfg.num_blocks());
+        self.stack_slots.reset(func.sized_stack_slots.len());
+        self.dynamic_stack_slots
+            .reset(func.dynamic_stack_slots.len());
         self.to_visit.clear();
-        self.shape = hash::SEED;
         let mut walk = Walk {
             w: self,
             func,
             resolver,
-            light,
         };
         walk.function();
     }
@@ -287,17 +320,11 @@ struct Walk<'a> {
     w: &'a mut FingerprintWriter,
     func: &'a Function,
     resolver: &'a dyn Resolver,
-    /// A shape-hash walk: tokens are hashed, not kept, and values and entities are skipped.
-    light: bool,
 }
 
 impl Walk<'_> {
     fn push(&mut self, token: u32) {
-        if self.light {
-            self.w.shape = hash::mix(self.w.shape, u64::from(token));
-        } else {
-            self.w.tokens.push(token);
-        }
+        self.w.tokens.push(token);
     }
 
     fn push_u64(&mut self, x: u64) {
@@ -389,11 +416,16 @@ impl Walk<'_> {
             self.value_def(p);
         }
         self.push_bool(self.func.layout.is_cold(block));
-        let count = self.func.layout.block_insts(block).count();
-        self.push(count as u32);
+        // The instruction count goes before the instructions; it is known only after them, so
+        // its token is filled in afterwards (one pass over the block's list, not two).
+        let count_at = self.w.tokens.len();
+        self.push(0);
+        let mut count = 0u32;
         for inst in self.func.layout.block_insts(block) {
             self.instruction(inst);
+            count += 1;
         }
+        self.w.tokens[count_at] = count;
     }
 
     /// A block met as a branch target (or operand): its serial number; the first time, it is
@@ -410,9 +442,6 @@ impl Walk<'_> {
     /// (a definition dominates its uses, and the walk takes a block only after the blocks that
     /// dominate it), but the number is the same whether it is first met at a use or a definition.
     fn value(&mut self, v: Value) {
-        if self.light {
-            return;
-        }
         let v = self.func.dfg.resolve_aliases(v);
         let (sn, _) = self.w.values.number(v);
         self.push(sn);
@@ -438,8 +467,12 @@ impl Walk<'_> {
     fn block_call(&mut self, call: &BlockCall) {
         let pool = &self.func.dfg.value_lists;
         self.block_ref(call.block(pool));
-        self.push(call.args(pool).count() as u32);
+        // The argument count goes first; it is filled in after one pass over the arguments.
+        let count_at = self.w.tokens.len();
+        self.push(0);
+        let mut count = 0u32;
         for arg in call.args(pool) {
+            count += 1;
             match arg {
                 BlockArg::Value(v) => {
                     self.push(ARG_VALUE);
@@ -455,12 +488,10 @@ impl Walk<'_> {
                 }
             }
         }
+        self.w.tokens[count_at] = count;
     }
 
     fn mem_flags(&mut self, flags: MemFlags) {
-        if self.light {
-            return;
-        }
         let data = self.func.dfg.mem_flags[flags];
         self.push_bool(data.aligned());
         self.push_bool(data.readonly());
@@ -649,14 +680,11 @@ impl Walk<'_> {
     // Function-level entities, written where they are used.
 
     fn func_ref(&mut self, func_ref: FuncRef, kind: RefKind) {
-        if self.light {
-            return;
-        }
         let ext = &self.func.dfg.ext_funcs[func_ref];
         self.signature(&self.func.dfg.signatures[ext.signature]);
         self.push_bool(ext.colocated);
         self.push_bool(ext.patchable);
-        let key = self.resolver.resolve(self.func, &ext.name, kind);
+        let key = self.resolver.resolve_func_ref(self.func, func_ref, kind);
         self.name(&ext.name, key);
     }
 
@@ -691,9 +719,6 @@ impl Walk<'_> {
     /// A global value by its definition. The chain of bases is followed in a loop, not by
     /// recursion, so a long chain cannot overflow the stack.
     fn global_value(&mut self, gv: GlobalValue) {
-        if self.light {
-            return;
-        }
         let mut next = Some(gv);
         while let Some(gv) = next.take() {
             match self.func.global_values[gv] {
@@ -742,9 +767,6 @@ impl Walk<'_> {
     }
 
     fn stack_slot(&mut self, slot: ir::StackSlot) {
-        if self.light {
-            return;
-        }
         let (sn, first) = self.w.stack_slots.number(slot);
         self.push(sn);
         if first {
@@ -763,9 +785,6 @@ impl Walk<'_> {
     }
 
     fn dynamic_stack_slot(&mut self, slot: ir::DynamicStackSlot) {
-        if self.light {
-            return;
-        }
         let (sn, first) = self.w.dynamic_stack_slots.number(slot);
         self.push(sn);
         if first {

@@ -13,12 +13,13 @@
 //! - Any other function may be reached from outside the module or compared by address: it keeps
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 
-use super::{Classes, Mode};
+use super::{Callees, Classes, Mode};
 use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction, Symbol};
 use crate::parallel;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::entity::EntityRef;
 use cranelift_codegen::ir::{
-    ExtFuncData, FuncRef, Function, InstBuilder, InstructionData, Opcode, Signature,
+    ExtFuncData, FuncRef, Function, Inst, InstBuilder, InstructionData, Opcode, Signature,
 };
 use cranelift_codegen::isa::CallConv;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -119,13 +120,18 @@ impl ClassPlan {
 }
 
 /// Decides and applies the merges of `classes`; returns the report.
-pub fn apply(module: &mut Module, classes: &Classes, mode: Mode) -> MergeReport {
+pub(crate) fn apply(
+    module: &mut Module,
+    classes: &Classes,
+    callees: &Callees,
+    mode: Mode,
+) -> MergeReport {
     if classes.classes.is_empty() {
         return report(module, &[]);
     }
     let plans = decide(module, classes, mode);
     let report = report(module, &plans);
-    rewrite(module, &plans);
+    rewrite(module, callees, &plans);
     report
 }
 
@@ -148,7 +154,14 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
         .iter()
         .map(|members| {
             let mut members = members.clone();
-            members.sort_by(|&a, &b| kept_order(module.function(a), module.function(b)));
+            // The first by `kept_order` goes to the front; the order of the others does not
+            // matter (the report sorts them by name).
+            let (at, _) = members
+                .iter()
+                .enumerate()
+                .min_by(|(_, a), (_, b)| kept_order(module.function(**a), module.function(**b)))
+                .expect("a class has members");
+            members.swap(0, at);
             let first = members[0];
             let kept = if module.function(first).linkage.is_preemptible() {
                 let taken = taken_names.get_or_insert_with(|| names_in_use(module));
@@ -204,6 +217,12 @@ fn names_in_use(module: &Module) -> FxHashSet<FuncName> {
 /// Whether `func` only passes its parameters, in order, to one direct call and returns that
 /// call's results: the shape of a thunk.
 pub fn is_forwarding_thunk(func: &Function) -> bool {
+    // Counting what was ever created spares a walk of the layout for almost every function. A
+    // thunk that also holds dead instructions is not recognised: it becomes a new thunk, which
+    // is correct, only not idempotent.
+    if func.dfg.num_insts() > 2 || func.dfg.num_blocks() > 1 {
+        return false;
+    }
     let mut blocks = func.layout.blocks();
     let (Some(entry), None) = (blocks.next(), blocks.next()) else {
         return false;
@@ -286,20 +305,20 @@ fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
     }
 }
 
-fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
-    // Phase 1 of 3: what each function becomes, and where calls go.
+fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
+    // Phase 1 of 3: what each function becomes, and where calls go (both by plan index).
     let n = module.functions().len();
-    let mut action_of: Vec<Option<(Action, FuncName)>> = vec![None; n];
-    let mut redirect: Vec<Option<FuncName>> = vec![None; n];
+    let kept_names: Vec<FuncName> = plans.iter().map(|p| p.kept_name(module).clone()).collect();
+    let mut action_of: Vec<Option<(Action, u32)>> = vec![None; n];
+    let mut redirect: Vec<Option<u32>> = vec![None; n];
     // Private copies, each with the function it copies and the one it goes before.
     let mut copies: Vec<(FuncId, FuncId, ModuleFunction)> = Vec::new();
-    for plan in plans {
-        let kept = plan.kept_name(module).clone();
+    for (p, plan) in plans.iter().enumerate() {
         for &(g, action) in &plan.replaced {
-            action_of[g.index()] = Some((action, kept.clone()));
+            action_of[g.index()] = Some((action, p as u32));
             // A preemptible function's callers keep calling it: it may be replaced at link time.
             if !module.function(g).linkage.is_preemptible() {
-                redirect[g.index()] = Some(kept.clone());
+                redirect[g.index()] = Some(p as u32);
             }
         }
         if let Kept::PrivateCopy { of, name } = &plan.kept {
@@ -316,16 +335,19 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
             copies.push((*of, before, copy));
         }
     }
-    let redirects: Vec<Vec<(FuncRef, FuncName)>> = parallel::map(
+    let redirects: Vec<Vec<(FuncRef, &FuncName)>> = parallel::map(
         module.functions(),
         || (),
-        |_, _, mf| redirects_in(module, &mf.func, &redirect),
+        |_, i, _| redirects_in(callees.of(FuncId(i as u32)), &redirect, &kept_names),
     );
+    let takes_address = |f: FuncId| callees.takes_address(f);
 
     // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
-    parallel::for_each_mut(module.functions_mut(), |i, mf| match &action_of[i] {
-        None => redirect_calls(&mut mf.func, &redirects[i]),
-        Some((Action::Thunk, f)) => mf.func = write_thunk(&mf.name, &mf.func.signature, f),
+    parallel::for_each_mut(module.functions_mut(), |i, mf| match action_of[i] {
+        None => redirect_calls(&mut mf.func, &redirects[i], takes_address(FuncId(i as u32))),
+        Some((Action::Thunk, p)) => {
+            mf.func = write_thunk(&mf.name, &mf.func.signature, &kept_names[p as usize])
+        }
         Some((Action::Removed | Action::Alias, _)) => {}
     });
     let mut gone = vec![false; n];
@@ -333,12 +355,12 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     for (i, action) in action_of.into_iter().enumerate() {
         match action {
             Some((Action::Removed, _)) => gone[i] = true,
-            Some((Action::Alias, f)) => {
+            Some((Action::Alias, p)) => {
                 gone[i] = true;
                 let mf = module.function(FuncId(i as u32));
                 new_aliases.push(Alias {
                     name: mf.name.clone(),
-                    target: f,
+                    target: kept_names[p as usize].clone(),
                     linkage: mf.linkage,
                 });
             }
@@ -346,8 +368,9 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
         }
     }
     for (of, _, copy) in &mut copies {
-        redirect_calls(&mut copy.func, &redirects[of.index()]);
+        redirect_calls(&mut copy.func, &redirects[of.index()], takes_address(*of));
     }
+    drop(redirects);
 
     // Phase 3 of 3: the list of functions, when it changed, and the aliases.
     module.update(
@@ -360,68 +383,73 @@ fn rewrite(module: &mut Module, plans: &[ClassPlan]) {
     );
 }
 
-/// The declarations of `func` that name a function whose calls go to another, with the name
-/// they go to.
-fn redirects_in(
-    module: &Module,
-    func: &Function,
-    redirect: &[Option<FuncName>],
-) -> Vec<(FuncRef, FuncName)> {
-    let mut out = Vec::new();
-    for (fr, ext) in func.dfg.ext_funcs.iter() {
-        if let Some(Symbol::Function(id)) = module.lookup_external(&ext.name, func)
-            && let Some(target) = &redirect[id.index()]
-        {
-            out.push((fr, target.clone()));
-        }
-    }
-    out
+/// The declarations (`callees`, by `FuncRef`) that name a function whose calls go to another,
+/// with the name they go to.
+fn redirects_in<'n>(
+    callees: &[Option<Symbol>],
+    redirect: &[Option<u32>],
+    kept_names: &'n [FuncName],
+) -> Vec<(FuncRef, &'n FuncName)> {
+    callees
+        .iter()
+        .enumerate()
+        .filter_map(|(r, symbol)| match symbol {
+            Some(Symbol::Function(id)) => {
+                redirect[id.index()].map(|p| (FuncRef::new(r), &kept_names[p as usize]))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Points every call (not address) through the declarations in `redirects` at their new name.
-fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, FuncName)]) {
+/// Without `func_addr` in `func` (`takes_address`), renaming the declarations is enough.
+fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, &FuncName)], takes_address: bool) {
     if redirects.is_empty() {
         return;
     }
-    // A declaration also used by `func_addr` must keep its name: the address is G's.
-    let mut address_uses: FxHashSet<FuncRef> = FxHashSet::default();
-    for block in func.layout.blocks() {
-        for inst in func.layout.block_insts(block) {
-            if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
-                address_uses.insert(func_ref);
-            }
+    if !takes_address {
+        for &(fr, target) in redirects {
+            let new_name = target.to_external(func);
+            func.dfg.ext_funcs[fr].name = new_name;
         }
+        return;
     }
+    // Instructions are scanned in storage order, not layout order: every instruction that is
+    // not in the layout is dead, and rewriting it too is harmless (and cheaper than the walk).
+    let insts = || (0..func.dfg.num_insts()).map(Inst::new);
+    // A declaration also used by `func_addr` must keep its name: the address is G's.
+    let address_uses: FxHashSet<FuncRef> = insts()
+        .filter_map(|inst| match func.dfg.insts[inst] {
+            InstructionData::FuncAddr { func_ref, .. } => Some(func_ref),
+            _ => None,
+        })
+        .collect();
     let mut call_target: FxHashMap<FuncRef, FuncRef> = FxHashMap::default();
-    for (fr, target) in redirects {
+    for &(fr, target) in redirects {
         let new_name = target.to_external(func);
-        if address_uses.contains(fr) {
+        if address_uses.contains(&fr) {
             let data = ExtFuncData {
                 name: new_name,
-                ..func.dfg.ext_funcs[*fr].clone()
+                ..func.dfg.ext_funcs[fr].clone()
             };
             let new_ref = func.dfg.ext_funcs.push(data);
-            call_target.insert(*fr, new_ref);
+            call_target.insert(fr, new_ref);
         } else {
-            func.dfg.ext_funcs[*fr].name = new_name;
+            func.dfg.ext_funcs[fr].name = new_name;
         }
     }
     if call_target.is_empty() {
         return;
     }
-    let blocks: Vec<_> = func.layout.blocks().collect();
-    for block in blocks {
-        let insts: Vec<_> = func.layout.block_insts(block).collect();
-        for inst in insts {
-            match &mut func.dfg.insts[inst] {
-                InstructionData::Call { func_ref, .. }
-                | InstructionData::TryCall { func_ref, .. } => {
-                    if let Some(&new_ref) = call_target.get(func_ref) {
-                        *func_ref = new_ref;
-                    }
+    for i in 0..func.dfg.num_insts() {
+        match &mut func.dfg.insts[Inst::new(i)] {
+            InstructionData::Call { func_ref, .. } | InstructionData::TryCall { func_ref, .. } => {
+                if let Some(&new_ref) = call_target.get(func_ref) {
+                    *func_ref = new_ref;
                 }
-                _ => {}
             }
+            _ => {}
         }
     }
 }

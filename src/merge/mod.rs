@@ -38,9 +38,10 @@
 pub mod actions;
 
 use crate::compare::{self, Fingerprint, FingerprintWriter, NameKey, RefKind, Resolver};
-use crate::module::{FuncId, Module, Symbol};
+use crate::module::{self, FuncId, Module, Symbol};
 use crate::parallel;
-use cranelift_codegen::ir::{ExternalName, Function};
+use cranelift_codegen::entity::EntityRef;
+use cranelift_codegen::ir::{ExternalName, FuncRef, Function};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -99,9 +100,10 @@ impl<'m> ModuleResolver<'m> {
     }
 }
 
-impl Resolver for ModuleResolver<'_> {
-    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
-        let Some(symbol) = self.module.lookup_external(name, func) else {
+impl ModuleResolver<'_> {
+    /// How a reference to `symbol` (None: not a module symbol) is compared.
+    fn key_for(&self, symbol: Option<Symbol>, kind: RefKind) -> NameKey {
+        let Some(symbol) = symbol else {
             return NameKey::Identity;
         };
         let preemptible = match symbol {
@@ -119,6 +121,48 @@ impl Resolver for ModuleResolver<'_> {
             (true, Some(id)) => NameKey::Class(id),
             _ => NameKey::Identity,
         }
+    }
+}
+
+impl Resolver for ModuleResolver<'_> {
+    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
+        self.key_for(self.module.lookup_external(name, func), kind)
+    }
+}
+
+/// A [`ModuleResolver`] for one function whose declarations were looked up already.
+struct DeclaredResolver<'r, 'm> {
+    module: &'r ModuleResolver<'m>,
+    /// What each `FuncRef` of the function stands for.
+    callees: &'r [Option<Symbol>],
+}
+
+impl Resolver for DeclaredResolver<'_, '_> {
+    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
+        self.module.resolve(func, name, kind)
+    }
+
+    fn resolve_func_ref(&self, _: &Function, func_ref: FuncRef, kind: RefKind) -> NameKey {
+        self.module.key_for(self.callees[func_ref.index()], kind)
+    }
+}
+
+/// What the external functions declared in each module function stand for, and whether it uses
+/// `func_addr`: found once per pass, used to compare and then to redirect calls.
+pub(crate) struct Callees {
+    symbols: Vec<Box<[Option<Symbol>]>>,
+    takes_address: Vec<bool>,
+}
+
+impl Callees {
+    /// `f`'s declarations, indexed by `FuncRef`.
+    pub(crate) fn of(&self, f: FuncId) -> &[Option<Symbol>] {
+        &self.symbols[f.index()]
+    }
+
+    /// Whether `f` uses `func_addr`.
+    pub(crate) fn takes_address(&self, f: FuncId) -> bool {
+        self.takes_address[f.index()]
     }
 }
 
@@ -147,14 +191,31 @@ pub struct Classes {
 
 /// Finds the classes of equal functions (steps 1 to 3 of the module docs).
 pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Classes {
+    analyse(module, mode, times).0
+}
+
+/// The classes, and the callee declarations looked up on the way.
+fn analyse(module: &Module, mode: Mode, times: &mut PassTimes) -> (Classes, Callees) {
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
     let functions = module.functions();
     // A function whose shape hash no other function has is equal to none: it needs no
     // fingerprint, only a token of its own that keeps it alone in its class.
-    let shapes: Vec<u64> = parallel::map(functions, FingerprintWriter::new, |writer, _, mf| {
-        writer.shape_hash(&mf.func)
+    let mut shapes = Vec::with_capacity(functions.len());
+    let mut callees = Callees {
+        symbols: Vec::with_capacity(functions.len()),
+        takes_address: Vec::with_capacity(functions.len()),
+    };
+    let walked = parallel::map(functions, FingerprintWriter::new, |writer, _, mf| {
+        let shape = writer.shape_hash(&mf.func);
+        let symbols = module.callee_symbols(&mf.func);
+        (shape, symbols, module::uses_func_addr(&mf.func))
     });
+    for (shape, symbols, takes_address) in walked {
+        shapes.push(shape);
+        callees.symbols.push(symbols);
+        callees.takes_address.push(takes_address);
+    }
     let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
     for &shape in &shapes {
         *shape_count.entry(shape).or_default() += 1;
@@ -164,7 +225,13 @@ pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Class
         FingerprintWriter::new,
         |writer, i, mf| match shape_count[&shapes[i]] {
             1 => Fingerprint::unique(i as u32),
-            _ => writer.write(&mf.func, &resolver),
+            _ => {
+                let resolver = DeclaredResolver {
+                    module: &resolver,
+                    callees: callees.of(FuncId(i as u32)),
+                };
+                writer.write(&mf.func, &resolver)
+            }
         },
     );
     let hashes: Vec<u64> = fingerprints.iter().map(compare::hash).collect();
@@ -173,7 +240,7 @@ pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Class
     let start = Instant::now();
     let classes = refine_classes(&fingerprints, &hashes);
     times.comparing += start.elapsed();
-    classes
+    (classes, callees)
 }
 
 /// The classes of equal fingerprints, where class references are equal when they refer to
@@ -369,9 +436,9 @@ impl<'a> Refiner<'a> {
 /// Merges every class of equal functions in `module` and says what was done.
 pub fn merge_module(module: &mut Module, mode: Mode) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
-    let classes = find_classes(module, mode, &mut times);
+    let (classes, callees) = analyse(module, mode, &mut times);
     let start = Instant::now();
-    let report = actions::apply(module, &classes, mode);
+    let report = actions::apply(module, &classes, &callees, mode);
     times.merging += start.elapsed();
     (report, times)
 }
