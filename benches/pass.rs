@@ -11,7 +11,8 @@
 //!   only the call is timed) and `opt -passes=mergefunc -time-passes -disable-output N.ll`
 //!   (LLVM's `MergeFunctionsPass` wall time, as `-time-passes` prints it).
 //!
-//! Reported: medians in µs per function, their ratio, and the peak heap the pass allocates above
+//! Reported: medians in µs per function, their ratio, the median of the per-run ratios (ours
+//! against the LLVM run right after it), and the peak heap the pass allocates above
 //! what was live when it started (a counting global allocator). Without `opt` the LLVM column is
 //! left out. Environment: `BENCH_SIZES` (comma-separated), `BENCH_RUNS` (runs per size, overrides
 //! the default of 11 / 5 / 3), `OPT` (the `opt` binary to use).
@@ -213,6 +214,9 @@ struct Row {
     runs: usize,
     ours_us: f64,
     llvm_us: Option<f64>,
+    /// The median over runs of (ours / LLVM) in the same run: steadier than the ratio of the
+    /// medians when the machine's speed drifts.
+    pair_ratio: Option<f64>,
     peak_bytes: usize,
     hashing_us: f64,
     comparing_us: f64,
@@ -280,10 +284,16 @@ fn bench_size(n: usize, runs: usize, opt: Option<&str>) -> Row {
         );
     }
     let (planted_classes, planted_mergeable) = planted(&files.expect);
+    // Paired before the medians below sort the runs.
+    let pair_ratio = (!llvm.is_empty()).then(|| {
+        let mut ratios: Vec<f64> = ours.iter().zip(&llvm).map(|(o, l)| o / l).collect();
+        median(&mut ratios)
+    });
     Row {
         n: count,
         runs,
         ours_us: median(&mut ours),
+        pair_ratio,
         llvm_us: (!llvm.is_empty()).then(|| median(&mut llvm)),
         peak_bytes,
         hashing_us: median(&mut hashing),
@@ -338,16 +348,17 @@ fn main() {
 
     println!();
     println!(
-        "| functions | runs | ours µs/function | LLVM µs/function | ratio (ours/LLVM) | our peak heap during pass (MB) |"
+        "| functions | runs | ours µs/function | LLVM µs/function | ratio (ours/LLVM) | median of per-run ratios | our peak heap during pass (MB) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
+        let pair = r.pair_ratio.map_or("n/a".into(), |p| format!("{p:.2}"));
         let (llvm, ratio) = match r.llvm_us {
             Some(l) => (format!("{l:.3}"), format!("{:.2}", r.ours_us / l)),
             None => ("n/a".into(), "n/a".into()),
         };
         println!(
-            "| {} | {} | {:.3} | {llvm} | {ratio} | {:.1} |",
+            "| {} | {} | {:.3} | {llvm} | {ratio} | {pair} | {:.1} |",
             r.n,
             r.runs,
             r.ours_us,

@@ -346,7 +346,7 @@ fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
     parallel::for_each_mut(module.functions_mut(), |i, mf| match action_of[i] {
         None => redirect_calls(&mut mf.func, &redirects[i], takes_address(FuncId(i as u32))),
         Some((Action::Thunk, p)) => {
-            mf.func = write_thunk(&mf.name, &mf.func.signature, &kept_names[p as usize])
+            rewrite_as_thunk(&mut mf.func, &mf.name, &kept_names[p as usize])
         }
         Some((Action::Removed | Action::Alias, _)) => {}
     });
@@ -458,7 +458,27 @@ fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, &FuncName)], takes
 /// results: a `return_call` under the `tail` convention, a call and a return otherwise.
 pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
     let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
-    let callee_name = f.to_external(&mut func);
+    write_thunk_body(&mut func, f);
+    func
+}
+
+/// Replaces the body of `func`, named `g`, by a thunk calling `f` ([`write_thunk`]'s), reusing
+/// its memory: the same function as `write_thunk` writes, without freeing and allocating again
+/// every table of the function.
+fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) {
+    let sig = std::mem::replace(&mut func.signature, Signature::new(CallConv::Fast));
+    func.clear();
+    // `Function::clear` leaves the exception tables (cranelift 0.135).
+    func.dfg.exception_tables.clear();
+    func.name = g.to_user_func_name();
+    func.signature = sig;
+    write_thunk_body(func, f);
+}
+
+/// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else.
+fn write_thunk_body(func: &mut Function, f: &FuncName) {
+    let sig = func.signature.clone();
+    let callee_name = f.to_external(func);
     let sig_ref = func.import_signature(sig.clone());
     let callee = func.import_function(ExtFuncData {
         name: callee_name,
@@ -470,7 +490,7 @@ pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
     for param in &sig.params {
         func.dfg.append_block_param(block, param.value_type);
     }
-    let mut pos = FuncCursor::new(&mut func);
+    let mut pos = FuncCursor::new(func);
     pos.insert_block(block);
     let args = pos.func.dfg.block_params(block).to_vec();
     if sig.call_conv == CallConv::Tail {
@@ -480,5 +500,4 @@ pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
         let results = pos.func.dfg.inst_results(call).to_vec();
         pos.ins().return_(&results);
     }
-    func
 }
