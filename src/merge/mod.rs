@@ -220,21 +220,24 @@ fn analyse(module: &Module, mode: Mode, times: &mut PassTimes) -> (Classes, Call
     for &shape in &shapes {
         *shape_count.entry(shape).or_default() += 1;
     }
-    let fingerprints: Vec<Fingerprint> = parallel::map(
-        functions,
-        FingerprintWriter::new,
-        |writer, i, mf| match shape_count[&shapes[i]] {
-            1 => Fingerprint::unique(i as u32),
-            _ => {
-                let resolver = DeclaredResolver {
-                    module: &resolver,
-                    callees: callees.of(FuncId(i as u32)),
-                };
-                writer.write(&mf.func, &resolver)
-            }
-        },
-    );
-    let hashes: Vec<u64> = fingerprints.iter().map(compare::hash).collect();
+    // Each fingerprint is hashed as soon as it is written, while its tokens are in the cache.
+    let (fingerprints, hashes): (Vec<Fingerprint>, Vec<u64>) =
+        parallel::map(functions, FingerprintWriter::new, |writer, i, mf| {
+            let fingerprint = match shape_count[&shapes[i]] {
+                1 => Fingerprint::unique(i as u32),
+                _ => {
+                    let resolver = DeclaredResolver {
+                        module: &resolver,
+                        callees: callees.of(FuncId(i as u32)),
+                    };
+                    writer.write(&mf.func, &resolver)
+                }
+            };
+            let hash = compare::hash(&fingerprint);
+            (fingerprint, hash)
+        })
+        .into_iter()
+        .unzip();
     times.hashing += start.elapsed();
 
     let start = Instant::now();
@@ -260,9 +263,16 @@ struct FnKey<'a> {
 
 impl Ord for FnKey<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.hash
-            .cmp(&other.hash)
-            .then_with(|| self.fingerprint.tokens.cmp(&other.fingerprint.tokens))
+        self.hash.cmp(&other.hash).then_with(|| {
+            let (a, b) = (&self.fingerprint.tokens, &other.fingerprint.tokens);
+            // Keys with equal hashes are almost always equal: an equality test (a `memcmp`)
+            // settles that several times faster than the element-by-element order.
+            if a == b {
+                std::cmp::Ordering::Equal
+            } else {
+                a.cmp(b)
+            }
+        })
     }
 }
 
