@@ -147,46 +147,66 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
     } else {
         vec![false; module.functions().len()]
     };
+    // Each class on its own (in parallel: in a large module this reads many function bodies),
+    // then the private copies are named in class order.
+    let decided = parallel::map(
+        &classes.classes,
+        || (),
+        |_, _, members| decide_class(module, mode, &address_taken, members),
+    );
     // Only needed to name private copies, which are rare.
     let mut taken_names: Option<FxHashSet<FuncName>> = None;
-    classes
-        .classes
-        .iter()
-        .map(|members| {
-            let mut members = members.clone();
-            // The first by `kept_order` goes to the front; the order of the others does not
-            // matter (the report sorts them by name).
-            let (at, _) = members
-                .iter()
-                .enumerate()
-                .min_by(|(_, a), (_, b)| kept_order(module.function(**a), module.function(**b)))
-                .expect("a class has members");
-            members.swap(0, at);
-            let first = members[0];
-            let kept = if module.function(first).linkage.is_preemptible() {
+    decided
+        .into_iter()
+        .flatten()
+        .map(|(first, private_copy, replaced)| {
+            let kept = if private_copy {
                 let taken = taken_names.get_or_insert_with(|| names_in_use(module));
                 let name = private_name(&module.function(first).name, taken);
                 Kept::PrivateCopy { of: first, name }
             } else {
-                members.remove(0);
                 Kept::Member(first)
             };
-            let replaced = members
-                .into_iter()
-                .map(|g| {
-                    let linkage = module.function(g).linkage;
-                    (g, action_for(mode, linkage, address_taken[g.index()]))
-                })
-                // A function that already only forwards its arguments gains nothing from
-                // becoming a thunk (it is one); leaving it keeps the pass idempotent.
-                .filter(|&(g, action)| {
-                    action != Action::Thunk || !is_forwarding_thunk(&module.function(g).func)
-                })
-                .collect();
             ClassPlan { kept, replaced }
         })
-        .filter(|plan| !plan.replaced.is_empty())
         .collect()
+}
+
+/// One class's decision: the first member by [`kept_order`], whether the body must go to a
+/// private copy (the first is preemptible, so all are), and what becomes of the others. None
+/// when nothing would change.
+fn decide_class(
+    module: &Module,
+    mode: Mode,
+    address_taken: &[bool],
+    members: &[FuncId],
+) -> Option<(FuncId, bool, Vec<(FuncId, Action)>)> {
+    let mut members = members.to_vec();
+    // The first by `kept_order` goes to the front; the order of the others does not matter
+    // (the report sorts them by name).
+    let (at, _) = members
+        .iter()
+        .enumerate()
+        .min_by(|(_, a), (_, b)| kept_order(module.function(**a), module.function(**b)))?;
+    members.swap(0, at);
+    let first = members[0];
+    let private_copy = module.function(first).linkage.is_preemptible();
+    if !private_copy {
+        members.remove(0);
+    }
+    let replaced: Vec<(FuncId, Action)> = members
+        .into_iter()
+        .map(|g| {
+            let linkage = module.function(g).linkage;
+            (g, action_for(mode, linkage, address_taken[g.index()]))
+        })
+        // A function that already only forwards its arguments gains nothing from becoming a
+        // thunk (it is one); leaving it keeps the pass idempotent.
+        .filter(|&(g, action)| {
+            action != Action::Thunk || !is_forwarding_thunk(&module.function(g).func)
+        })
+        .collect();
+    (!replaced.is_empty()).then_some((first, private_copy, replaced))
 }
 
 /// Every name the module defines or refers to: a new name must be none of them, or a call to an
@@ -273,9 +293,10 @@ fn private_name(of: &FuncName, taken: &mut FxHashSet<FuncName>) -> FuncName {
 }
 
 fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
-    let mut classes: Vec<(FuncName, MergedClass)> = plans
-        .iter()
-        .map(|plan| {
+    let mut classes: Vec<(FuncName, MergedClass)> = parallel::map(
+        plans,
+        || (),
+        |_, _, plan| {
             let mut replaced: Vec<(&FuncName, Action)> = plan
                 .replaced
                 .iter()
@@ -295,8 +316,8 @@ fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
                     .collect(),
             };
             (smallest, class)
-        })
-        .collect();
+        },
+    );
     classes.sort_by(|a, b| a.0.cmp(&b.0));
     MergeReport {
         functions: module.functions().len(),
