@@ -188,17 +188,17 @@ impl ModuleReader {
             Default::default();
         for d in &directives {
             if let Directive::Linkage { name, linkage } = &d.directive {
-                if let Some((earlier, at)) = set.get(name) {
-                    if earlier != linkage {
-                        let msg = format!(
-                            "{name} is given linkage {} here and {} at {}:{}",
-                            linkage.keyword(),
-                            earlier.keyword(),
-                            at.file.display(),
-                            at.line
-                        );
-                        return Err(InputError::new(&d.file, d.line, msg));
-                    }
+                if let Some((earlier, at)) = set.get(name)
+                    && earlier != linkage
+                {
+                    let msg = format!(
+                        "{name} is given linkage {} here and {} at {}:{}",
+                        linkage.keyword(),
+                        earlier.keyword(),
+                        at.file.display(),
+                        at.line
+                    );
+                    return Err(InputError::new(&d.file, d.line, msg));
                 }
                 set.insert(name.clone(), (*linkage, d));
                 if !self.module.set_linkage(name, *linkage) {

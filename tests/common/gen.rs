@@ -1060,6 +1060,19 @@ impl Gen<'_, '_, '_> {
     }
 }
 
+/// `n` deterministic pseudo-random choices (xorshift), for tests that need many inputs
+/// without proptest.
+pub fn pseudo_random_choices(seed: &mut u64, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed as u32
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1207,17 +1220,4 @@ mod tests {
         );
         assert!(block_params > 100, "{block_params} blocks with parameters");
     }
-}
-
-/// `n` deterministic pseudo-random choices (xorshift), for tests that need many inputs
-/// without proptest.
-pub fn pseudo_random_choices(seed: &mut u64, n: usize) -> Vec<u32> {
-    (0..n)
-        .map(|_| {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            *seed as u32
-        })
-        .collect()
 }
