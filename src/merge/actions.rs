@@ -159,7 +159,12 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
     decided
         .into_iter()
         .flatten()
-        .map(|(first, private_copy, replaced)| {
+        .map(|decision| {
+            let ClassDecision {
+                first,
+                private_copy,
+                replaced,
+            } = decision;
             let kept = if private_copy {
                 let taken = taken_names.get_or_insert_with(|| names_in_use(module));
                 let name = private_name(&module.function(first).name, taken);
@@ -172,15 +177,23 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
         .collect()
 }
 
-/// One class's decision: the first member by [`kept_order`], whether the body must go to a
-/// private copy (the first is preemptible, so all are), and what becomes of the others. None
-/// when nothing would change.
+/// One class's decision, before private copies are named.
+struct ClassDecision {
+    /// The first member by [`kept_order`].
+    first: FuncId,
+    /// Whether the body must go to a private copy (the first is preemptible, so all are).
+    private_copy: bool,
+    /// What becomes of the others.
+    replaced: Vec<(FuncId, Action)>,
+}
+
+/// One class's decision; None when nothing would change.
 fn decide_class(
     module: &Module,
     mode: Mode,
     address_taken: &[bool],
     members: &[FuncId],
-) -> Option<(FuncId, bool, Vec<(FuncId, Action)>)> {
+) -> Option<ClassDecision> {
     let mut members = members.to_vec();
     // The first by `kept_order` goes to the front; the order of the others does not matter
     // (the report sorts them by name).
@@ -206,7 +219,11 @@ fn decide_class(
             action != Action::Thunk || !is_forwarding_thunk(&module.function(g).func)
         })
         .collect();
-    (!replaced.is_empty()).then_some((first, private_copy, replaced))
+    (!replaced.is_empty()).then_some(ClassDecision {
+        first,
+        private_copy,
+        replaced,
+    })
 }
 
 /// Every name the module defines or refers to: a new name must be none of them, or a call to an
