@@ -384,7 +384,14 @@ fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
     parallel::for_each_mut(module.functions_mut(), |i, mf| match action_of[i] {
         None => redirect_calls(&mut mf.func, &redirects[i], takes_address(FuncId(i as u32))),
         Some((Action::Thunk, p)) => {
-            rewrite_as_thunk(&mut mf.func, &mf.name, &kept_names[p as usize])
+            let f = &kept_names[p as usize];
+            // In place only for small bodies: a cleared function keeps the capacity of its
+            // tables, which should not outlive the merge by more than a little.
+            if mf.func.dfg.num_insts() <= REUSE_MAX_INSTS {
+                rewrite_as_thunk(&mut mf.func, &mf.name, f)
+            } else {
+                mf.func = write_thunk(&mf.name, &mf.func.signature, f)
+            }
         }
         Some((Action::Removed | Action::Alias, _)) => {}
     });
@@ -500,6 +507,9 @@ pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
     func
 }
 
+/// The largest body (in instructions created) whose memory a thunk reuses.
+const REUSE_MAX_INSTS: usize = 256;
+
 /// Replaces the body of `func`, named `g`, by a thunk calling `f` ([`write_thunk`]'s), reusing
 /// its memory: the same function as `write_thunk` writes, without freeing and allocating again
 /// every table of the function.
@@ -537,5 +547,69 @@ fn write_thunk_body(func: &mut Function, f: &FuncName) {
         let call = pos.ins().call(callee, &args);
         let results = pos.func.dfg.inst_results(call).to_vec();
         pos.ins().return_(&results);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Function {
+        let mut funcs = cranelift_reader::parse_functions(text).expect("valid CLIF");
+        funcs.remove(0)
+    }
+
+    /// The thunk written into an old body is the very function `write_thunk` makes, for every
+    /// calling convention, with and without results, and from a body with exception tables,
+    /// jump tables, stack slots and constants to forget.
+    #[test]
+    fn thunk_in_place_equals_a_fresh_thunk() {
+        let bodies = [
+            "function %g(i32) -> i32 tail {
+                sig0 = (i32) -> i32 tail
+                fn0 = %callee sig0
+            block0(v0: i32):
+                try_call fn0(v0), sig0, block1(ret0), [ tag1: block2(exn0), default: block3 ]
+            block1(v1: i32):
+                return v1
+            block2(v2: i64):
+                v3 = iconst.i32 1
+                return v3
+            block3:
+                v4 = iconst.i32 2
+                return v4
+            }",
+            "function %g(i64, f64) system_v {
+                ss0 = explicit_slot 16
+            block0(v0: i64, v1: f64):
+                v9 = stack_addr.i64 ss0
+                store v1, v9
+                v2 = vconst.i8x16 0x01
+                br_table v0, block1, [block1, block2]
+            block1:
+                return
+            block2:
+                trap user1
+            }",
+            "function u0:7() -> i8 fast {
+            block0:
+                v0 = iconst.i8 3
+                return v0
+            }",
+        ];
+        for text in bodies {
+            let mut func = parse(text);
+            let g = FuncName::of_function(&func);
+            let f = FuncName::parse("%kept").unwrap();
+            let fresh = write_thunk(&g, &func.signature, &f);
+            rewrite_as_thunk(&mut func, &g, &f);
+            assert!(
+                func == fresh,
+                "in place:\n{}fresh:\n{}",
+                func.display(),
+                fresh.display()
+            );
+            assert!(func.dfg.exception_tables.is_empty());
+        }
     }
 }
