@@ -26,4 +26,4 @@ pub mod verify;
 pub use compare::{Fingerprint, compare};
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
 pub use module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
-pub use read::{InputError, ReadOptions, read_files};
+pub use read::{InputError, ReadOptions, read_files, read_module_text};

@@ -220,6 +220,18 @@ pub fn read_files(paths: &[PathBuf], options: ReadOptions) -> Result<Module, Inp
     reader.finish()
 }
 
+/// Reads one module from `text`, named `file` in error messages (for text that is not in a
+/// file: generated, mutated or embedded).
+pub fn read_module_text(
+    file: &Path,
+    text: &str,
+    options: ReadOptions,
+) -> Result<Module, InputError> {
+    let mut reader = ModuleReader::new(options);
+    reader.read_text(file, text)?;
+    reader.finish()
+}
+
 /// The file's text: decompressed when it ends in `.xz`, and checked to be UTF-8.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
     let bytes = std::fs::read(path).map_err(|e| InputError::new(path, 0, e.to_string()))?;

@@ -6,7 +6,7 @@
 //! checked (with the `filecheck` crate) against the text report followed by the `--emit-clif`
 //! output. The emitted CLIF must also read back and verify.
 
-use clif_merge::read::{ModuleReader, ReadOptions};
+use clif_merge::read::{ReadOptions, read_module_text};
 use clif_merge::{Linkage, Mode, emit, merge_module, report};
 use std::path::{Path, PathBuf};
 
@@ -47,22 +47,16 @@ fn parse_test_line(text: &str) -> Result<TestOptions, String> {
 /// The text the directives are checked against: the report, then the merged module.
 fn run_file(path: &Path, text: &str) -> Result<String, String> {
     let options = parse_test_line(text)?;
-    let mut reader = ModuleReader::new(ReadOptions {
+    let read_options = ReadOptions {
         default_linkage: options.default_linkage,
         verify: true,
-    });
-    reader.read_text(path, text).map_err(|e| e.to_string())?;
-    let mut module = reader.finish().map_err(|e| e.to_string())?;
+    };
+    let mut module = read_module_text(path, text, read_options).map_err(|e| e.to_string())?;
     let (merge_report, _) = merge_module(&mut module, options.mode);
     let clif = emit::module_to_clif(&module);
     // The output must be CLIF that reads back and verifies, directives included, and every
     // function must read back as exactly the function that was written.
-    let mut again = ModuleReader::new(ReadOptions::default());
-    again
-        .read_text(Path::new("<emitted>"), &clif)
-        .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
-    let reread = again
-        .finish()
+    let reread = read_module_text(Path::new("<emitted>"), &clif, ReadOptions::default())
         .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
     for (written, read) in module.functions().iter().zip(reread.functions()) {
         if clif_merge::compare(&written.func, &read.func).is_ne() {

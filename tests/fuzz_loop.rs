@@ -31,7 +31,7 @@
 //! What the loop found and what is now fixed has a regression test below: panics in Cranelift's
 //! verifier, dangling global values and dynamic types, the empty function name `%`.
 
-use clif_merge::read::ModuleReader;
+use clif_merge::read::read_module_text;
 use clif_merge::{Linkage, Mode, Module, ReadOptions, emit, merge_module, report};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -640,12 +640,11 @@ enum Outcome {
 }
 
 fn read_module(file: &Path, text: &str, linkage: Linkage) -> Result<Module, String> {
-    let mut reader = ModuleReader::new(ReadOptions {
+    let options = ReadOptions {
         default_linkage: linkage,
         verify: true,
-    });
-    reader.read_text(file, text).map_err(|e| e.to_string())?;
-    reader.finish().map_err(|e| e.to_string())
+    };
+    read_module_text(file, text, options).map_err(|e| e.to_string())
 }
 
 /// What the command does with one input, with the checks; `Err` is a contract violation

@@ -13,7 +13,7 @@
 //! `benches/hostile.sh` runs the same kinds of input through the release binary and measures
 //! time and memory.
 
-use clif_merge::read::ModuleReader;
+use clif_merge::read::read_module_text;
 use clif_merge::{MergeReport, Mode, Module, ReadOptions, emit, merge_module};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -94,10 +94,8 @@ fn small_fn(out: &mut String, name: &str, k: i64, shift: u32, op: &str) {
 // ---------------------------------------------------------------------------------------------
 
 fn read(text: &str) -> Result<Module, String> {
-    let mut reader = ModuleReader::new(ReadOptions::default());
-    let file = Path::new("hostile.clif");
-    reader.read_text(file, text).map_err(|e| e.to_string())?;
-    reader.finish().map_err(|e| e.to_string())
+    read_module_text(Path::new("hostile.clif"), text, ReadOptions::default())
+        .map_err(|e| e.to_string())
 }
 
 /// Reads `text`, merges it in every mode, writes the result and reads it back; returns the

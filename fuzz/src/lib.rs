@@ -17,7 +17,7 @@
 #[path = "../../tests/common/mod.rs"]
 pub mod common;
 
-use clif_merge::read::ModuleReader;
+use clif_merge::read::read_module_text;
 use clif_merge::{Alias, FuncName, Linkage, Mode, Module, ReadOptions, emit, merge_module, report};
 use common::generator::{Callee, Choices, GenConfig, fixed_externals, generate_with};
 use common::mutate::{ALL_KINDS, mutate_one_field, renumber};
@@ -88,12 +88,11 @@ pub fn known_bug(text: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 fn read_module(file: &Path, text: &str, linkage: Linkage) -> Result<Module, String> {
-    let mut reader = ModuleReader::new(ReadOptions {
+    let options = ReadOptions {
         default_linkage: linkage,
         verify: true,
-    });
-    reader.read_text(file, text).map_err(|e| e.to_string())?;
-    reader.finish().map_err(|e| e.to_string())
+    };
+    read_module_text(file, text, options).map_err(|e| e.to_string())
 }
 
 /// Bytes as a CLIF file: an error naming the file, or a module that passes [`check_module`].
