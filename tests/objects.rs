@@ -1791,3 +1791,32 @@ cases! {
         }
     };
 }
+
+/// A forwarder becomes one jump only when its prologue does nothing observable: a stack limit
+/// check (call or tail-call form) or a frame for a slot keeps the compiled body.
+#[test]
+fn forwarders_with_observable_prologues_are_compiled() {
+    let module = load("observable_prologues");
+    for arch in [Arch::X86_64, Arch::Aarch64] {
+        for triple in [arch.elf_triple(), arch.macho_triple()] {
+            let out = write_object(&module, 0, &options(triple, Mode::Safe, false, false))
+                .unwrap_or_else(|e| panic!("{triple}: {e:#}"));
+            let file = object::File::parse(&out.bytes[..]).unwrap();
+            let elf = triple.contains("linux");
+            let syms = text_symbols(&file);
+            let prefix = symbol_prefix(&file);
+            let sym = |name: &str| &syms[&format!("{prefix}{name}")];
+            assert!(
+                is_thunk(&file, arch, sym("plain"), elf),
+                "{triple}: %plain should be one jump"
+            );
+            for name in ["limited", "limited_tail", "framed"] {
+                assert!(
+                    !arch.is_jump(code_at(&file, sym(name))),
+                    "{triple}: %{name} became a jump, losing what its prologue does"
+                );
+            }
+            assert_eq!(out.report.thunks, 1, "{triple}");
+        }
+    }
+}

@@ -351,6 +351,8 @@ mutation_tests! {
     mutation_branch_target: BranchTarget, 0.12;
     mutation_stack_slot_size: StackSlotSize, 0.12;
     mutation_stack_slot_align: StackSlotAlign, 0.12;
+    mutation_stack_slot_order: StackSlotOrder, 0.01;
+    mutation_unused_stack_slot: UnusedStackSlot, 0.9;
     mutation_colocated: Colocated, 0.3;
     mutation_callee_name: CalleeName, 0.3;
 }

@@ -22,7 +22,10 @@
 //! 1. The signature: calling convention; params and returns in order, each with its type,
 //!    purpose (`vmctx`, `sret`, `sarg(N)`) and extension (`uext`/`sext`).
 //! 2. The stack limit (`stack_limit = gvN`), as the global value's definition.
-//! 3. The body: a walk from the entry block; a block is numbered when it is first met (the entry,
+//! 3. The stack frame: every stack slot in declaration order, used or not, with its kind, size,
+//!    alignment and key; then every dynamic stack slot in declaration order with its kind and
+//!    dynamic type (see "Function-level entities" below for why).
+//! 4. The body: a walk from the entry block; a block is numbered when it is first met (the entry,
 //!    then branch targets in terminator order: `brif` then/else, `br_table` default then entries,
 //!    `try_call` normal return then handlers) and pushed on a stack; blocks are taken from the
 //!    stack (LLVM's walk). Unreachable blocks are never met, so they do not count; the layout order
@@ -35,12 +38,31 @@
 //!    bits, condition codes, memory flags with their alias region, trap codes, offsets, atomic
 //!    ops, branch targets with their arguments), then its results (serial number and type).
 //!
-//! Function-level entities are written where they are used, in use order: stack slots and
-//! dynamic stack slots by serial number plus, the first time, their kind, size, alignment and
-//! key; global values by their definition (recursively through their bases); constants and
-//! shuffle masks by their bytes; signatures of `call_indirect` in full; jump tables and exception
-//! tables entry by entry; external functions by their signature, `colocated` and `patchable`
-//! flags, and their name.
+//! Function-level entities: the frame is written up front and a use names a slot by its
+//! declaration number; every other entity is written where it is used, in use order: global
+//! values by their definition (recursively through their bases); constants and shuffle masks by
+//! their bytes; signatures of `call_indirect` in full; jump tables and exception tables entry by
+//! entry; external functions by their signature, `colocated` and `patchable` flags, and their
+//! name.
+//!
+//! # Declaration order and unused declarations, entity by entity
+//!
+//! Which entities count by declaration and which only by use was decided by compiling variants
+//! that differ only in the order of two declarations, or in one unused declaration, and comparing
+//! the machine code (x86_64 and aarch64; `tests/entity_layout.rs` keeps the cases):
+//!
+//! | entity | declaration order | an unused declaration | so compared |
+//! |---|---|---|---|
+//! | stack slots (`ssN`) | changes the code: slots are laid out in declaration order | changes the code: it takes frame space | all, in declaration order |
+//! | dynamic stack slots (`dssN`) | part of the frame, as above | part of the frame | all, in declaration order |
+//! | global values (`gvN`) | same code | same code | where used, by definition |
+//! | external functions (`fnN`), signatures (`sigN`) | same code | same code | where used |
+//! | constants (`constN`) | same code | same code | where used, by bytes |
+//! | dynamic types (`dtN`) | only through dynamic stack slots | same code | with their slot |
+//! | alias regions, user names | same code | same code | where used |
+//! | jump and exception tables | inline in their instruction | cannot be unused | where used |
+//! | block layout order, value numbers | may move code or change registers, never behaviour | — | not compared |
+//!
 //!
 //! A name is compared as the [`Resolver`] says: by *identity* (its text), or as a reference to a
 //! module function whose *class* is compared (the merge driver's classes; see `merge`). Class
@@ -225,8 +247,6 @@ pub struct FingerprintWriter {
     class_refs: Vec<FuncId>,
     values: SerialNumbers<Value>,
     blocks: SerialNumbers<Block>,
-    stack_slots: SerialNumbers<ir::StackSlot>,
-    dynamic_stack_slots: SerialNumbers<ir::DynamicStackSlot>,
     to_visit: Vec<Block>,
 }
 
@@ -243,8 +263,6 @@ impl FingerprintWriter {
             class_refs: Vec::new(),
             values: SerialNumbers::new(),
             blocks: SerialNumbers::new(),
-            stack_slots: SerialNumbers::new(),
-            dynamic_stack_slots: SerialNumbers::new(),
             to_visit: Vec::new(),
         }
     }
@@ -302,9 +320,6 @@ impl FingerprintWriter {
         self.class_refs.clear();
         self.values.reset(func.dfg.num_values());
         self.blocks.reset(func.dfg.num_blocks());
-        self.stack_slots.reset(func.sized_stack_slots.len());
-        self.dynamic_stack_slots
-            .reset(func.dynamic_stack_slots.len());
         self.to_visit.clear();
         let mut walk = Walk {
             w: self,
@@ -359,7 +374,38 @@ impl Walk<'_> {
                 self.global_value(gv);
             }
         }
+        self.frame();
         self.body();
+    }
+
+    /// The stack frame: every stack slot and dynamic stack slot in declaration order, used or
+    /// not. Cranelift lays slots out in declaration order and gives every declared slot its
+    /// space, so the order decides the slots' addresses relative to one another and an unused
+    /// slot still moves the others and grows the frame (which a stack limit or a guard page
+    /// can observe). Uses then name a slot by its declaration number.
+    fn frame(&mut self) {
+        let slots = &self.func.sized_stack_slots;
+        self.push(slots.len() as u32);
+        for data in slots.values() {
+            self.push(stack_slot_kind_number(data.kind));
+            self.push(data.size);
+            self.push(u32::from(data.align_shift));
+            match data.key {
+                None => self.push(NONE),
+                Some(key) => {
+                    self.push(SOME);
+                    self.push_u64(key.bits());
+                }
+            }
+        }
+        let dynamic = &self.func.dynamic_stack_slots;
+        self.push(dynamic.len() as u32);
+        for data in dynamic.values() {
+            self.push(stack_slot_kind_number(data.kind));
+            let ty = &self.func.dfg.dynamic_types[data.dyn_ty];
+            self.push_type(ty.base_vector_ty);
+            self.global_value(ty.dynamic_scale);
+        }
     }
 
     // Stage 1: signatures.
@@ -766,34 +812,13 @@ impl Walk<'_> {
         }
     }
 
+    /// A stack slot by its declaration number (the frame is written in full up front).
     fn stack_slot(&mut self, slot: ir::StackSlot) {
-        let (sn, first) = self.w.stack_slots.number(slot);
-        self.push(sn);
-        if first {
-            let data = &self.func.sized_stack_slots[slot];
-            self.push(stack_slot_kind_number(data.kind));
-            self.push(data.size);
-            self.push(u32::from(data.align_shift));
-            match data.key {
-                None => self.push(NONE),
-                Some(key) => {
-                    self.push(SOME);
-                    self.push_u64(key.bits());
-                }
-            }
-        }
+        self.push(slot.as_u32());
     }
 
     fn dynamic_stack_slot(&mut self, slot: ir::DynamicStackSlot) {
-        let (sn, first) = self.w.dynamic_stack_slots.number(slot);
-        self.push(sn);
-        if first {
-            let data = &self.func.dynamic_stack_slots[slot];
-            self.push(stack_slot_kind_number(data.kind));
-            let ty = &self.func.dfg.dynamic_types[data.dyn_ty];
-            self.push_type(ty.base_vector_ty);
-            self.global_value(ty.dynamic_scale);
-        }
+        self.push(slot.as_u32());
     }
 
     fn exception_table(&mut self, table: ExceptionTable) {

@@ -4,7 +4,8 @@
 //! Phase 1 of 5: names. Every defined function, alias and import gets a *slot*; each function's
 //! external names are rewritten to `u0:<slot>` so that its relocations name slots.
 //! Phase 2 of 5: code. A function that only forwards its arguments to a function of the very
-//! same signature is a *thunk*: its code is one direct jump (`jmp rel32`, 5 bytes, on x86_64; `b`,
+//! same signature, with no stack limit and no stack slots (whose prologue does nothing
+//! observable), is a *thunk*: its code is one direct jump (`jmp rel32`, 5 bytes, on x86_64; `b`,
 //! 4 bytes, on aarch64), with 1- or 4-byte alignment, which is correct for any calling convention
 //! because it touches no register and no stack. Every other function is compiled.
 //! Phase 3 of 5: folding. Compiled functions whose bytes are identical and whose relocations
@@ -381,9 +382,10 @@ fn describe(mf: &crate::module::ModuleFunction) -> String {
 }
 
 /// The function a forwarding thunk jumps to, when the callee has exactly `func`'s signature (so
-/// that a jump is correct whatever the convention).
+/// that a jump is correct whatever the convention) and nothing the compiled function would do
+/// before the call can be observed ([`prologue_is_unobservable`]).
 fn thunk_target(func: &Function) -> Option<FuncName> {
-    if !is_forwarding_thunk(func) {
+    if !is_forwarding_thunk(func) || !prologue_is_unobservable(func) {
         return None;
     }
     let entry = func.layout.entry_block()?;
@@ -392,12 +394,23 @@ fn thunk_target(func: &Function) -> Option<FuncName> {
         return None;
     };
     let ext = &func.dfg.ext_funcs[func_ref];
-    if func.dfg.signatures[ext.signature] != func.signature {
+    // A patchable call site is there to be patched at run time; a jump is not one.
+    if ext.patchable || func.dfg.signatures[ext.signature] != func.signature {
         return None;
     }
     // A function forwarding to itself recurses until the stack overflows; a jump to itself
     // would loop instead.
     FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))
+}
+
+/// Whether a jump may stand for `func`'s prologue: it has no stack limit (a function that calls
+/// always checks the limit in its prologue, so the check traps where a jump would not) and no
+/// stack slots (every declared slot grows the frame, which a guard page or stack probe can
+/// observe).
+fn prologue_is_unobservable(func: &Function) -> bool {
+    func.stack_limit.is_none()
+        && func.sized_stack_slots.is_empty()
+        && func.dynamic_stack_slots.is_empty()
 }
 
 /// Phase 3: folds compiled functions with identical code; returns how many were folded.

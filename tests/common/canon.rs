@@ -2,10 +2,11 @@
 //!
 //! [`canonical`] prints a function as CLIF text with every entity renamed canonically: blocks
 //! are numbered in *breadth-first* order from the entry (the comparator walks depth-first, with
-//! a stack), values and stack slots in order of first appearance in that text, and function
-//! references and signatures are replaced by their full declarations. Two functions have the
-//! same canonical text exactly when one is the other with its values, blocks, stack slots,
-//! signatures and function references renamed and its blocks laid out in another order
+//! a stack), values in order of first appearance in that text, stack slots by their declaration
+//! number after the whole frame (every slot, in declaration order), and function references and
+//! signatures are replaced by their full declarations. Two functions have the same canonical
+//! text exactly when one is the other with its values, blocks, signatures and function
+//! references renamed and its blocks laid out in another order
 //! (unreachable blocks do not appear). The text comes from Cranelift's own printer, so it shows
 //! every field of every instruction.
 //!
@@ -13,7 +14,7 @@
 //! stack slots or exception tables are rejected with a panic.
 
 use cranelift_codegen::entity::EntityRef;
-use cranelift_codegen::ir::{self, Block, Function, SigRef, StackSlot};
+use cranelift_codegen::ir::{self, Block, Function, SigRef};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -54,7 +55,6 @@ struct Renamer<'a> {
     names: &'a dyn Fn(&str) -> String,
     blocks: HashMap<Block, usize>,
     values: HashMap<String, usize>,
-    slots: HashMap<StackSlot, usize>,
 }
 
 impl Renamer<'_> {
@@ -108,12 +108,9 @@ impl Renamer<'_> {
                 });
                 format!("B{k}")
             }
-            "ss" => {
-                let ss = StackSlot::new(n);
-                let next = self.slots.len();
-                let k = *self.slots.entry(ss).or_insert(next);
-                format!("S{k}[{}]", self.func.sized_stack_slots[ss])
-            }
+            // Slots keep their declaration numbers: the frame (printed in full up front) is laid
+            // out in declaration order.
+            "ss" => format!("S{n}"),
             "sig" => format!("[{}]", self.func.dfg.signatures[SigRef::new(n)]),
             "fn" => {
                 let f = cranelift_codegen::ir::FuncRef::new(n);
@@ -151,13 +148,15 @@ pub fn canonical_with_names(func: &Function, names: &dyn Fn(&str) -> String) -> 
     );
     let mut out = String::new();
     writeln!(out, "signature {}", func.signature).unwrap();
+    for (slot, data) in func.sized_stack_slots.iter() {
+        writeln!(out, "S{} = {data}", slot.index()).unwrap();
+    }
     let order = reachable_blocks(func);
     let mut renamer = Renamer {
         func,
         names,
         blocks: order.iter().enumerate().map(|(i, &b)| (b, i)).collect(),
         values: HashMap::new(),
-        slots: HashMap::new(),
     };
     for &block in &order {
         let mut header = format!("block{}(", block.index());

@@ -13,7 +13,7 @@ use super::r#gen::{
     ALIAS_REGION_IDS, CALL_CONVS, Choices, FLOAT_BINARY, INT_BINARY, INT_TYPES, INT_UNARY,
     mask_imm, random_imm, random_trap_code, verify,
 };
-use cranelift_codegen::entity::EntityList;
+use cranelift_codegen::entity::{EntityList, EntityRef};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64, Imm64, Offset32};
 use cranelift_codegen::ir::instructions::InstructionMapper;
@@ -21,7 +21,7 @@ use cranelift_codegen::ir::types::{I16, I32, I64};
 use cranelift_codegen::ir::{
     self, ArgumentExtension, Block, BlockArg, BlockCall, Endianness, ExtFuncData, ExternalName,
     FuncRef, Function, Inst, InstructionData, JumpTableData, MemFlagsData, Opcode, SigRef,
-    StackSlot, TrapCode, Type, Value, ValueList,
+    StackSlot, StackSlotData, StackSlotKind, TrapCode, Type, Value, ValueList,
 };
 use std::collections::HashMap;
 
@@ -168,12 +168,12 @@ pub fn renumber(func: &Function, ch: &mut Choices) -> Function {
         maps.regions.insert(r, n);
     }
 
-    // Stack slots, signatures and function references, each in a shuffled order.
-    let slots: Vec<StackSlot> = func.sized_stack_slots.keys().collect();
-    for i in ch.permutation(slots.len()) {
-        let s = new.create_sized_stack_slot(func.sized_stack_slots[slots[i]].clone());
-        maps.slots.insert(slots[i], s);
+    // Stack slots keep their order: it is the frame's layout, which is behaviour.
+    for (slot, data) in func.sized_stack_slots.iter() {
+        let s = new.create_sized_stack_slot(data.clone());
+        maps.slots.insert(slot, s);
     }
+    // Signatures and function references, each in a shuffled order.
     let sigs: Vec<SigRef> = func.dfg.signatures.keys().collect();
     for i in ch.permutation(sigs.len()) {
         let s = new.import_signature(func.dfg.signatures[sigs[i]].clone());
@@ -325,13 +325,18 @@ pub enum Kind {
     StackSlotSize,
     /// The alignment of a stack slot.
     StackSlotAlign,
+    /// Two adjacent stack slot declarations swapped, each use following its slot: the frame's
+    /// layout changes, so do the slots' addresses.
+    StackSlotOrder,
+    /// One more stack slot, never used: the frame grows.
+    UnusedStackSlot,
     /// The `colocated` flag of a called function.
     Colocated,
     /// The name of a called function.
     CalleeName,
 }
 
-pub const ALL_KINDS: [Kind; 18] = [
+pub const ALL_KINDS: [Kind; 20] = [
     Kind::IntImmediate,
     Kind::FloatImmediate,
     Kind::Offset,
@@ -348,6 +353,8 @@ pub const ALL_KINDS: [Kind; 18] = [
     Kind::BranchTarget,
     Kind::StackSlotSize,
     Kind::StackSlotAlign,
+    Kind::StackSlotOrder,
+    Kind::UnusedStackSlot,
     Kind::Colocated,
     Kind::CalleeName,
 ];
@@ -433,6 +440,38 @@ fn used_func_refs(func: &Function) -> Vec<FuncRef> {
         }
     }
     refs
+}
+
+/// Slots `s` such that `s` or the slot declared after it is used: swapping the two declarations
+/// then moves a used slot in the frame.
+fn slot_swap_sites(func: &Function) -> Vec<StackSlot> {
+    let used = used_stack_slots(func);
+    let count = func.sized_stack_slots.len();
+    (0..count.saturating_sub(1))
+        .map(StackSlot::new)
+        .filter(|s| used.contains(s) || used.contains(&StackSlot::new(s.index() + 1)))
+        .collect()
+}
+
+/// Swaps the declarations of slots `a` and `b`; every use keeps naming the slot it named.
+fn swap_stack_slots(func: &mut Function, a: StackSlot, b: StackSlot) {
+    let data_a = func.sized_stack_slots[a].clone();
+    func.sized_stack_slots[a] = func.sized_stack_slots[b].clone();
+    func.sized_stack_slots[b] = data_a;
+    let insts: Vec<Inst> = func
+        .layout
+        .blocks()
+        .flat_map(|b| func.layout.block_insts(b))
+        .collect();
+    for inst in insts {
+        if let ir::InstructionData::StackAddr { stack_slot, .. } = &mut func.dfg.insts[inst] {
+            *stack_slot = match *stack_slot {
+                s if s == a => b,
+                s if s == b => a,
+                s => s,
+            };
+        }
+    }
 }
 
 fn used_stack_slots(func: &Function) -> Vec<StackSlot> {
@@ -542,6 +581,8 @@ fn site_count(func: &Function, kind: Kind) -> usize {
         Kind::CallConv => used_signatures(func).len(),
         Kind::Extension => extension_sites(func).len(),
         Kind::StackSlotSize | Kind::StackSlotAlign => used_stack_slots(func).len(),
+        Kind::StackSlotOrder => slot_swap_sites(func).len(),
+        Kind::UnusedStackSlot => 1,
         Kind::Colocated | Kind::CalleeName => used_func_refs(func).len(),
         Kind::Operand => operand_sites(func).len(),
         Kind::BranchTarget => branch_sites(func).len(),
@@ -1006,6 +1047,18 @@ fn apply(func: &mut Function, kind: Kind, site: usize, ch: &mut Choices) -> bool
             let s = used_stack_slots(func)[site];
             let data = &mut func.sized_stack_slots[s];
             data.align_shift = other(ch, &[0u8, 1, 2, 3, 4], data.align_shift).unwrap();
+            true
+        }
+        Kind::StackSlotOrder => {
+            let first = slot_swap_sites(func)[site];
+            swap_stack_slots(func, first, StackSlot::new(first.index() + 1));
+            true
+        }
+        Kind::UnusedStackSlot => {
+            let size = ch.pick(&[4u32, 8, 64, 1 << 20]);
+            let align_shift = ch.pick(&[0u8, 3, 4]);
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, size, align_shift);
+            func.create_sized_stack_slot(data);
             true
         }
         Kind::Colocated => {
