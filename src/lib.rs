@@ -20,6 +20,7 @@ pub mod merge;
 pub mod module;
 mod parallel;
 pub mod read;
+pub mod references;
 pub mod report;
 pub mod verify;
 

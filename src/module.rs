@@ -269,6 +269,8 @@ pub enum ModuleError {
     DuplicateName(FuncName),
     #[error("alias {alias} names {target}, which is not a function defined in the module")]
     AliasTargetUndefined { alias: FuncName, target: FuncName },
+    #[error("in function {function}: {message}")]
+    UndeclaredReference { function: FuncName, message: String },
 }
 
 /// A module of CLIF functions.
@@ -284,7 +286,8 @@ impl Module {
         Module::default()
     }
 
-    /// Adds a defined function; its name is `func.name`.
+    /// Adds a defined function; its name is `func.name`. A function that refers to a
+    /// declaration it does not have (see [`crate::references`]) is refused.
     pub fn define(
         &mut self,
         func: Function,
@@ -292,6 +295,12 @@ impl Module {
         origin: Option<Origin>,
     ) -> Result<FuncId, ModuleError> {
         let name = FuncName::of_function(&func);
+        if let Some((_, message)) = crate::references::undeclared_reference(&func) {
+            return Err(ModuleError::UndeclaredReference {
+                function: name,
+                message,
+            });
+        }
         let id = FuncId(self.functions.len() as u32);
         self.claim_name(&name, Symbol::Function(id))?;
         self.functions.push(ModuleFunction {

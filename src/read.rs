@@ -145,12 +145,14 @@ impl ModuleReader {
                 );
                 return Err(InputError::new(file, line, msg));
             }
-            if let Some(msg) = undeclared_entity(&func) {
+            if let Some((entity, msg)) = crate::references::undeclared_reference(&func) {
                 let msg = format!("in function {}: {msg}", FuncName::of_function(&func));
-                return Err(InputError::new(file, line, msg));
+                let at = entity_line(text, &details.map, entity).unwrap_or(line);
+                return Err(InputError::new(file, at, msg));
             }
             if self.options.verify {
-                verify(&func, &flags, &details.map, file, line)?;
+                let source = Source { file, text, line };
+                verify(&func, &flags, &details.map, &source)?;
             }
             let origin = Origin {
                 file: file.to_path_buf(),
@@ -367,43 +369,24 @@ fn entity_number_problem(text: &str) -> Option<(usize, String)> {
     None
 }
 
-/// A reference to a global value or dynamic type that the function does not declare, which
-/// cranelift-reader and the verifier let through.
-fn undeclared_entity(func: &Function) -> Option<String> {
-    use cranelift_codegen::ir::GlobalValueData;
-    let gv_ok = |gv| func.global_values.is_valid(gv);
-    if let Some(gv) = func.stack_limit.filter(|&gv| !gv_ok(gv)) {
-        return Some(format!("stack_limit names {gv}, which is not declared"));
-    }
-    for (gv, data) in func.global_values.iter() {
-        if let GlobalValueData::Load { base, .. } | GlobalValueData::IAddImm { base, .. } = data
-            && !gv_ok(*base)
-        {
-            return Some(format!("{gv} is based on {base}, which is not declared"));
-        }
-    }
-    for (dt, data) in func.dfg.dynamic_types.iter() {
-        if !gv_ok(data.dynamic_scale) {
-            let gv = data.dynamic_scale;
-            return Some(format!("{dt} is scaled by {gv}, which is not declared"));
-        }
-    }
-    for (slot, data) in func.dynamic_stack_slots.iter() {
-        if !func.dfg.dynamic_types.is_valid(data.dyn_ty) {
-            let dt = data.dyn_ty;
-            return Some(format!("{slot} has type {dt}, which is not declared"));
-        }
-    }
-    None
+/// Where a function was read from: the file, its text and the function's line.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+    line: usize,
 }
 
 fn verify(
     func: &Function,
     flags: &settings::Flags,
     map: &SourceMap,
-    file: &Path,
-    func_line: usize,
+    source: &Source,
 ) -> Result<(), InputError> {
+    let Source {
+        file,
+        text,
+        line: func_line,
+    } = *source;
     let verified = crate::guard::catch_panic(|| cranelift_codegen::verify_function(func, flags))
         .map_err(|panic| {
             let msg = format!(
@@ -416,7 +399,7 @@ fn verify(
         return Ok(());
     };
     let first = &errors.0[0];
-    let line = entity_line(map, first.location).unwrap_or(func_line);
+    let line = entity_line(text, map, first.location).unwrap_or(func_line);
     let context = first
         .context
         .as_deref()
@@ -435,8 +418,30 @@ fn verify(
     Err(InputError::new(file, line, msg))
 }
 
-fn entity_line(map: &SourceMap, entity: AnyEntity) -> Option<usize> {
-    map.location(entity).map(|l| l.line_number)
+/// The line of `entity` in `text`. cranelift-reader records a declaration (`gv0 = ...`) at the
+/// token after it, often the next line, so a declaration's own line is looked up backwards from
+/// there.
+fn entity_line(text: &str, map: &SourceMap, entity: AnyEntity) -> Option<usize> {
+    let recorded = map.location(entity)?.line_number;
+    if matches!(
+        entity,
+        AnyEntity::Function | AnyEntity::Inst(_) | AnyEntity::Block(_) | AnyEntity::Value(_)
+    ) {
+        return Some(recorded);
+    }
+    let name = entity.to_string();
+    let declares = |line: &str| {
+        line.trim_start()
+            .strip_prefix(name.as_str())
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    let declared = text
+        .lines()
+        .take(recorded)
+        .enumerate()
+        .filter(|(_, line)| declares(line))
+        .last();
+    Some(declared.map_or(recorded, |(i, _)| i + 1))
 }
 
 fn duplicate_error(module: &Module, e: ModuleError, file: &Path, line: usize) -> InputError {

@@ -4,9 +4,10 @@
 //! Mutants of the filetests corpus (`filetests/**/*.clif`) and `examples/*.clif`: bytes flipped,
 //! the text truncated, lines duplicated, deleted, swapped or spliced in from other files, random
 //! tokens inserted, numbers and names replaced, whole functions copied under new names, linkage
-//! and alias directives added. Each mutant goes through what the command does, in-process:
-//! read and verify, then for every mode merge, write the JSON and text reports, emit CLIF and
-//! read that back. Bad input must give an error naming the file; good input must give CLIF that
+//! and alias directives added, entity references pointed at undeclared entities (`gv0` →
+//! `gv3`), names replaced by undeclared user names (`userextname7`). Each mutant goes through
+//! what the command does, in-process: read and verify, then for every mode merge, write the
+//! JSON and text reports, emit CLIF and read that back, and compile an object (safe mode). Bad input must give an error naming the file; good input must give CLIF that
 //! reads back with the same functions, linkages and aliases. A panic anywhere fails the test
 //! with the input printed (and saved under `target/tmp/fuzz-loop/`); a mutant that takes longer
 //! than `FUZZ_LOOP_HANG_SECS` (default 120) aborts the test binary with the input printed.
@@ -31,6 +32,7 @@
 //! What the loop found and what is now fixed has a regression test below: panics in Cranelift's
 //! verifier, dangling global values and dynamic types, the empty function name `%`.
 
+use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::read::read_module_text;
 use clif_merge::{Linkage, Mode, Module, ReadOptions, emit, merge_module, report};
 use std::cell::Cell;
@@ -340,6 +342,36 @@ fn words(bytes: &[u8]) -> Vec<(usize, usize)> {
     spans
 }
 
+/// The prefix and number of an entity reference such as `gv3` or `block12`.
+fn entity_reference(word: &[u8]) -> Option<(&str, u64)> {
+    const PREFIXES: &[&str] = &[
+        "v",
+        "block",
+        "ss",
+        "dss",
+        "sig",
+        "fn",
+        "gv",
+        "jt",
+        "dt",
+        "mt",
+        "region",
+        "const",
+        "tag",
+        "userextname",
+    ];
+    let word = std::str::from_utf8(word).ok()?;
+    let digits = word.trim_start_matches(|c: char| c.is_ascii_lowercase());
+    let prefix = &word[..word.len() - digits.len()];
+    if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    PREFIXES
+        .iter()
+        .find(|&&p| p == prefix)
+        .map(|&p| (p, digits.parse().unwrap()))
+}
+
 /// Spans of runs of ASCII digits.
 fn digit_runs(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
@@ -365,7 +397,7 @@ fn splice(bytes: &mut Vec<u8>, (start, end): (usize, usize), with: &[u8]) {
 /// Applies one random mutation; returns its description.
 fn mutate_once(bytes: &mut Vec<u8>, corpus: &[(String, Vec<u8>)], rng: &mut Rng) -> String {
     let len = bytes.len();
-    match rng.below(16) {
+    match rng.below(18) {
         0 => {
             // Flip bits, or overwrite bytes (ASCII most of the time).
             let n = 1 + rng.below(4);
@@ -554,6 +586,43 @@ fn mutate_once(bytes: &mut Vec<u8>, corpus: &[(String, Vec<u8>)], rng: &mut Rng)
             splice(bytes, (len, len), line.as_bytes());
             format!("add {line:?}")
         }
+        16 => {
+            // A reference to an entity the function may not declare: `gv0` becomes `gv3`.
+            let spans: Vec<(usize, usize)> = words(bytes)
+                .into_iter()
+                .filter(|&(s, e)| entity_reference(&bytes[s..e]).is_some())
+                .collect();
+            if spans.is_empty() {
+                return "no entity reference".into();
+            }
+            let span = *rng.pick(&spans);
+            let (prefix, n) = entity_reference(&bytes[span.0..span.1]).unwrap();
+            let with = format!("{prefix}{}", n + 1 + rng.below(8) as u64);
+            splice(bytes, span, with.as_bytes());
+            format!("reference at {} becomes {with}", span.0)
+        }
+        17 => {
+            // A function or symbol name becomes a user name the function does not declare (the
+            // reader's `userextnameN`), or one it may not declare (`u9:N`).
+            let spans: Vec<(usize, usize)> = words(bytes)
+                .into_iter()
+                .filter(|&(s, e)| {
+                    let w = &bytes[s..e];
+                    w.starts_with(b"%") || (w.starts_with(b"u") && w.contains(&b':'))
+                })
+                .collect();
+            if spans.is_empty() {
+                return "no name".into();
+            }
+            let span = *rng.pick(&spans);
+            let with = if rng.chance(50) {
+                format!("userextname{}", rng.below(6))
+            } else {
+                format!("u9:{}", rng.below(6))
+            };
+            splice(bytes, span, with.as_bytes());
+            format!("name at {} becomes {with}", span.0)
+        }
         _ => {
             // Delete a random byte range.
             let start = rng.below(len + 1);
@@ -725,6 +794,17 @@ fn run_pipeline(bytes: &[u8], linkage: Linkage, scratch: &Path) -> Result<Outcom
                 ));
             }
         }
+        let again = emit::module_to_clif(&back);
+        if again != clif {
+            return Err(format!(
+                "{mode:?}: emitting what was read back gives other text\n{clif}\n--- then ---\n{again}"
+            ));
+        }
+        // Compiling, as `-o` does (an error is fine: Cranelift cannot lower every verified
+        // function; a panic is not).
+        if mode == Mode::Safe {
+            let _ = write_object(&merged, 0, &object_options());
+        }
         // Merging the output again: counted (not a documented promise).
         let mut again = back;
         remerged_more |= merge_module(&mut again, mode).0.merged > 0;
@@ -733,6 +813,17 @@ fn run_pipeline(bytes: &[u8], linkage: Linkage, scratch: &Path) -> Result<Outcom
         anything,
         remerged_more,
     })
+}
+
+/// Objects for x86_64 Linux, not optimized (the cheapest compile that lowers everything).
+fn object_options() -> ObjectOptions {
+    ObjectOptions {
+        target: parse_target("x86_64-unknown-linux-gnu").unwrap(),
+        opt_level: OptLevel::None,
+        function_sections: false,
+        mode: Mode::Safe,
+        fold_machine_code: true,
+    }
 }
 
 fn env_u64(name: &str) -> Option<u64> {

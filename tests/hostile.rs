@@ -479,3 +479,121 @@ fn a_million_small_functions() {
     let back = read(&clif).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(back.functions().len(), 1_000_000);
 }
+
+// ---------------------------------------------------------------------------------------------
+// References to undeclared entities
+// ---------------------------------------------------------------------------------------------
+
+/// A function that declares and uses an entity of every kind that a reference can name. Each
+/// `«…»` is a reference that the test points at an undeclared entity, one at a time.
+const EVERY_REFERENCE: &str = "function %f(i64 vmctx, i64) -> i64 tail {
+    ss0 = explicit_slot 8
+    region0 = 1 \"heap\"
+    gv0 = vmctx
+    gv1 = load.i64 notrap aligned «region0» «gv0»+8
+    gv2 = iadd_imm.i64 «gv1», 16
+    gv3 = symbol colocated «u1:2»+8
+    gv4 = dyn_scale_target_const.i32x4
+    dt0 = i32x4*«gv4»
+    dss0 = explicit_dynamic_slot «dt0»
+    sig0 = (i64) -> i64 tail
+    fn0 = «u0:1» «sig0»
+    fn1 = %g «sig0»
+    const0 = 0x00000001000000020000000300000004
+    stack_limit = «gv1»
+block0(v0: i64, v1: i64):
+    v2 = stack_addr.i64 «ss0»
+    v3 = dynamic_stack_addr.i64 «dss0»
+    v4 = symbol_value.i64 «gv3»
+    v5 = load.i64 «region0» «v2»
+    v6 = vconst.i32x4 «const0»
+    v7 = func_addr.i64 «fn1»
+    v8 = call_indirect «sig0», v7(«v1»)
+    v9 = call «fn0»(v8)
+    v12 = ireduce.i32 v9
+    br_table v12, «block1», [«block4»]
+block1:
+    try_call «fn1»(v9), «sig0», «block2»(ret0), [ tag1: «block3»(exn0) ]
+block2(v10: i64):
+    return v10
+block3(v11: i64):
+    return «v11»
+block4:
+    return v9
+}
+";
+
+/// `EVERY_REFERENCE` with the `k`-th reference pointed at an undeclared entity (`gv1` becomes
+/// `gv91`, `u1:2` becomes `userextname7`) and every other one as written; `None` past the last.
+fn with_undeclared_reference(k: usize) -> Option<(String, String)> {
+    let mut out = String::new();
+    let mut rest = EVERY_REFERENCE;
+    let mut changed = None;
+    let mut index = 0;
+    while let Some(open) = rest.find('«') {
+        let close = open + rest[open..].find('»').unwrap();
+        let reference = &rest[open + '«'.len_utf8()..close];
+        out.push_str(&rest[..open]);
+        if index == k {
+            let undeclared = match reference.trim_end_matches(|c: char| c.is_ascii_digit()) {
+                "u1:" | "u0:" => "userextname7".to_string(),
+                prefix => format!("{prefix}9{}", &reference[prefix.len()..]),
+            };
+            changed = Some(format!("{reference} → {undeclared}"));
+            out.push_str(&undeclared);
+        } else {
+            out.push_str(reference);
+        }
+        rest = &rest[close + '»'.len_utf8()..];
+        index += 1;
+    }
+    out.push_str(rest);
+    changed.map(|c| (c, out))
+}
+
+/// Every reference form the reader accepts, pointed at an undeclared entity, in a module with a
+/// copy of the function (so it is compared and merged): reading, merging, writing CLIF and
+/// compiling an object give an error naming the file and line, or succeed; never a panic.
+#[test]
+fn references_to_undeclared_entities_are_errors_not_panics() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let run = |text: &str| {
+        let module = format!("{text}\n{}", text.replace("%f(", "%f2("));
+        let input = dir.path().join("undeclared.clif");
+        std::fs::write(&input, &module).unwrap();
+        Command::new(BIN)
+            .arg(&input)
+            .args(["--target", "aarch64-unknown-linux-gnu", "-o"])
+            .arg(dir.path().join("out.o"))
+            .arg("--emit-clif")
+            .arg(dir.path().join("out.clif"))
+            .output()
+            .expect("the binary runs")
+    };
+    // As written, every reference is declared: the pair reads, merges and compiles.
+    let declared = run(&EVERY_REFERENCE.replace(['«', '»'], ""));
+    let stderr = String::from_utf8_lossy(&declared.stderr);
+    assert_eq!(
+        declared.status.code(),
+        Some(0),
+        "the template itself: {stderr}"
+    );
+    let mut tried = 0;
+    for k in 0.. {
+        let Some((change, text)) = with_undeclared_reference(k) else {
+            break;
+        };
+        let o = run(&text);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!stderr.contains("panicked"), "{change}: {stderr}");
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{change}: {stderr}");
+        if o.status.code() == Some(1) {
+            assert!(
+                stderr.contains("undeclared.clif:"),
+                "{change}: the error names no file and line: {stderr}"
+            );
+        }
+        tried += 1;
+    }
+    assert!(tried >= 25, "only {tried} references");
+}

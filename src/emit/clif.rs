@@ -3,11 +3,16 @@
 //! The text opens with the directives that carry what CLIF itself cannot say (see `read`): a
 //! `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:` line for
 //! every alias, followed by `; linkage:` for the alias when needed. The functions follow in
-//! module order, printed by Cranelift's own writer, with one correction ([`ExactWriter`]).
+//! module order, printed by Cranelift's own writer, with corrections so that what is written reads
+//! back as the same function ([`ExactWriter`]).
 
 use crate::module::{Linkage, Module};
 use cranelift_codegen::entity::SecondaryMap;
-use cranelift_codegen::ir::{Block, Function, Inst, InstructionData, Value};
+use cranelift_codegen::ir::entities::AnyEntity;
+use cranelift_codegen::ir::{
+    Block, Function, GlobalValueData, Inst, InstructionData, SigRef, Value,
+};
+use cranelift_codegen::packed_option::ReservedValue;
 use cranelift_codegen::write::{FuncWriter, PlainWriter, decorate_function};
 use std::fmt::{self, Write};
 
@@ -80,4 +85,83 @@ impl FuncWriter for ExactWriter {
     ) -> fmt::Result {
         PlainWriter.write_block_header(w, func, block, indent)
     }
+
+    /// Cranelift's preamble, with two corrections: a `symbol` global value names a user name
+    /// as `u1:2` (Cranelift's writer has no access to the function's names there and writes
+    /// `userextname0`, which reads back as another name or none), and dynamic types
+    /// (`dt0 = i32x4*gv1`), which Cranelift's writer leaves out, are written after the global
+    /// values they scale by and before the dynamic stack slots that use them.
+    fn write_preamble(&mut self, w: &mut dyn Write, func: &Function) -> Result<bool, fmt::Error> {
+        let mut any = false;
+        for (ss, slot) in func.sized_stack_slots.iter() {
+            any = true;
+            self.write_entity_definition(w, func, ss.into(), slot)?;
+        }
+        for (region, data) in func.dfg.alias_regions.iter() {
+            any = true;
+            let text = format_args!("{} \"{}\"", data.user_id, data.description);
+            self.write_entity_definition(w, func, region.into(), &text)?;
+        }
+        for (gv, data) in func.global_values.iter() {
+            any = true;
+            let text = global_value_text(func, data);
+            self.write_entity_definition(w, func, gv.into(), &text)?;
+        }
+        for (dt, data) in func.dfg.dynamic_types.iter() {
+            any = true;
+            let text = format_args!("{}*{}", data.base_vector_ty, data.dynamic_scale);
+            self.write_entity_definition(w, func, dt.into(), &text)?;
+        }
+        for (dss, slot) in func.dynamic_stack_slots.iter() {
+            any = true;
+            self.write_entity_definition(w, func, dss.into(), slot)?;
+        }
+        for (sig, data) in func.dfg.signatures.iter() {
+            any = true;
+            self.write_entity_definition(w, func, sig.into(), data)?;
+        }
+        for (fref, ext) in func.dfg.ext_funcs.iter() {
+            if ext.signature != SigRef::reserved_value() {
+                any = true;
+                let text = ext.display(Some(&func.params));
+                self.write_entity_definition(w, func, fref.into(), &text)?;
+            }
+        }
+        for (&constant, value) in func.dfg.constants.iter() {
+            any = true;
+            self.write_entity_definition(w, func, constant.into(), value)?;
+        }
+        if let Some(limit) = func.stack_limit {
+            any = true;
+            self.write_entity_definition(w, func, AnyEntity::StackLimit, &limit)?;
+        }
+        Ok(any)
+    }
+}
+
+/// A global value's definition as the reader reads it, user names included.
+fn global_value_text(func: &Function, data: &GlobalValueData) -> String {
+    let GlobalValueData::Symbol {
+        name,
+        offset,
+        colocated,
+        tls,
+    } = data
+    else {
+        return data.display(&func.dfg.mem_flags).to_string();
+    };
+    let mut text = format!(
+        "symbol {}{}{}",
+        if *colocated { "colocated " } else { "" },
+        if *tls { "tls " } else { "" },
+        name.display(Some(&func.params))
+    );
+    let offset_value: i64 = (*offset).into();
+    if offset_value > 0 {
+        text.push('+');
+    }
+    if offset_value != 0 {
+        let _ = write!(text, "{offset}");
+    }
+    text
 }

@@ -10,4 +10,5 @@ pub mod r#gen;
 pub mod modgen;
 pub mod mutate;
 
+#[allow(unused_imports)]
 pub use self::r#gen as generator;
