@@ -53,15 +53,19 @@
 //!
 //! | entity | declaration order | an unused declaration | so compared |
 //! |---|---|---|---|
-//! | stack slots (`ssN`) | changes the code: slots are laid out in declaration order | changes the code: it takes frame space | all, in declaration order |
-//! | dynamic stack slots (`dssN`) | part of the frame, as above | part of the frame | all, in declaration order |
-//! | global values (`gvN`) | same code | same code | where used, by definition |
-//! | external functions (`fnN`), signatures (`sigN`) | same code | same code | where used |
+//! | stack slots (`ssN`) | changes the code: slots are laid out in declaration order (offsets, and the frame size through alignment padding) | changes the code: it takes frame space, which moves the stack limit check and the slots after it | all, in declaration order |
+//! | dynamic stack slots (`dssN`, aarch64) | changes the code, as above | changes the code, as above | all, in declaration order |
+//! | dynamic types (`dtN`) | same code | same code | with the slots that use them |
+//! | global values (`gvN`) | same code | same code (see below) | where used, by definition |
+//! | external functions (`fnN`), signatures (`sigN`), user names | same code | same code (see below) | where used |
 //! | constants (`constN`) | same code | same code | where used, by bytes |
-//! | dynamic types (`dtN`) | only through dynamic stack slots | same code | with their slot |
-//! | alias regions, user names | same code | same code | where used |
-//! | jump and exception tables | inline in their instruction | cannot be unused | where used |
-//! | block layout order, value numbers | may move code or change registers, never behaviour | — | not compared |
+//! | alias regions (`regionN`) | same code | same code | where used, by user id |
+//! | jump tables, exception tables | inline in their instruction; the order of a `try_call`'s entries changes the code | cannot be unused | where used, entry by entry |
+//! | block layout order, value numbers | same code: Cranelift lowers blocks in control-flow order | — | not compared |
+//!
+//! An unused `symbol` global value or external function leaves the code alone but adds an
+//! undefined symbol to the object, which can make a static link pull in an archive member; that
+//! is a property of the module's imports, not of a function's behaviour, and is not compared.
 //!
 //!
 //! A name is compared as the [`Resolver`] says: by *identity* (its text), or as a reference to a
