@@ -18,6 +18,7 @@ pub mod emit;
 mod guard;
 pub mod merge;
 pub mod module;
+pub mod output;
 mod parallel;
 pub mod read;
 pub mod references;

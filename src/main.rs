@@ -1,11 +1,13 @@
 //! The `clif-merge` command: read, merge, report, write. Everything is computed before anything
-//! is written, and files are written to a temporary name and renamed, so a failure leaves no
-//! partial output.
+//! is written, and outputs are written all or none (`clif_merge::output`), so a failure leaves
+//! no partial output.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
 use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
-use clif_merge::{Action, Linkage, Mode, ReadOptions, emit, merge_module, read, report, verify};
+use clif_merge::{
+    Action, Linkage, Mode, ReadOptions, emit, merge_module, output, read, report, verify,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -75,6 +77,8 @@ struct Opts {
 enum OptLevelArg {
     None,
     Speed,
+    /// Cranelift's own spelling (`opt_level=speed_and_size`); `speed-and-size` is accepted too.
+    #[value(name = "speed_and_size", alias = "speed-and-size")]
     SpeedAndSize,
 }
 
@@ -131,12 +135,11 @@ fn run(opts: Opts) -> Result<()> {
         LinkageArg::Local => Linkage::Local,
         LinkageArg::Preemptible => Linkage::Preemptible,
     };
-    if let Some(path) = opts.emit_clif.as_deref().filter(|_| !clif_to_stdout) {
-        check_output_dir(path)?;
-    }
-    if let Some(path) = opts.output.as_deref() {
-        check_output_dir(path)?;
-    }
+    let output_paths: Vec<&Path> = [opts.output.as_deref(), opts.emit_clif.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    output::check_outputs(&output_paths, &opts.files)?;
     let object_options = match &opts.output {
         None if opts.target.is_some() || opts.size_baseline || opts.function_sections => {
             bail!("--target, --function-sections and --size-baseline need -o PATH")
@@ -227,14 +230,19 @@ fn run(opts: Opts) -> Result<()> {
         ReportFormat::Json => report::to_json(&merge_report, object_report) + "\n",
         ReportFormat::Text => report::to_text(&merge_report, object_report),
     });
+    let mut files: Vec<(&Path, &[u8])> = Vec::new();
     if let (Some(path), Some(object)) = (&opts.output, &object) {
-        write_atomically(path, &object.bytes)?;
+        files.push((path, &object.bytes));
     }
+    if let (Some(path), Some(clif)) = (&opts.emit_clif, &clif)
+        && !clif_to_stdout
+    {
+        files.push((path, clif.as_bytes()));
+    }
+    output::write_outputs(&files)?;
     let mut stdout = std::io::stdout().lock();
-    match (&opts.emit_clif, clif) {
-        (Some(path), Some(clif)) if !clif_to_stdout => write_atomically(path, clif.as_bytes())?,
-        (Some(_), Some(clif)) => stdout.write_all(clif.as_bytes())?,
-        _ => {}
+    if let Some(clif) = clif.as_ref().filter(|_| clif_to_stdout) {
+        stdout.write_all(clif.as_bytes())?;
     }
     if let Some(text) = report_text {
         if clif_to_stdout {
@@ -261,43 +269,4 @@ fn run(opts: Opts) -> Result<()> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Fails early, before any work, when the output's folder does not exist.
-fn check_output_dir(path: &Path) -> Result<()> {
-    let dir = output_dir(path);
-    if !dir.is_dir() {
-        bail!(
-            "cannot write {}: the folder {} does not exist",
-            path.display(),
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-fn output_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = output_dir(path);
-    let file_name = path
-        .file_name()
-        .with_context(|| format!("cannot write {}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
 }

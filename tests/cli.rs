@@ -495,9 +495,10 @@ fn invalid_character_names_its_line() {
         add_fn("%b", 1, 0)
     );
     BadCase::one("dollar.clif", text).expect_error("dollar.clif", 3);
-    // A byte-order mark opens line 1.
-    let text = format!("\u{feff}{}", add_fn("%f", 1, 0));
-    BadCase::one("bom.clif", text).expect_error("bom.clif", 1);
+    // A byte-order mark is skipped at the start of a file only (see
+    // `standard_input_and_a_byte_order_mark`); anywhere else it is a bad character.
+    let text = format!("{}\u{feff}{}", add_fn("%f", 1, 0), add_fn("%g", 1, 0));
+    BadCase::one("bom.clif", text).expect_error("bom.clif", 7);
     // A no-break space on line 3, before the first function.
     let text = format!(
         "; c\n\n\u{a0}\n{}\n{}",
@@ -1799,4 +1800,178 @@ fn ten_thousand_functions() {
         .ok()
         .json();
     assert_eq!(packed, report);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs never replace what is not theirs; inputs from standard input
+// ---------------------------------------------------------------------------------------------
+
+/// A symlink as output: its target is written (atomically), the link stays a link.
+#[test]
+fn output_through_a_symlink_writes_its_target() {
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    std::os::unix::fs::symlink("target.clif", dir.path().join("link.clif")).unwrap();
+    let input = input.to_str().unwrap();
+    run_in(dir.path(), &[input, "--emit-clif", "link.clif"]).ok();
+    let link = std::fs::symlink_metadata(dir.path().join("link.clif")).unwrap();
+    assert!(link.file_type().is_symlink(), "the symlink was replaced");
+    let written = std::fs::read_to_string(dir.path().join("target.clif")).unwrap();
+    assert!(written.contains("function %caller1"), "{written}");
+}
+
+/// A FIFO as output is written into, not replaced by a regular file.
+#[test]
+fn output_to_a_fifo_is_written_into() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    let fifo = dir.path().join("out.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let input = input.to_str().unwrap();
+    run_in(dir.path(), &[input, "--emit-clif", "out.fifo"]).ok();
+    let text = reader.join().unwrap();
+    assert!(text.contains("function %caller1"), "{text}");
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(meta.file_type().is_fifo(), "the FIFO was replaced");
+}
+
+/// `/dev/null` as output is written into and stays a device.
+#[test]
+fn output_to_dev_null_leaves_the_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    let input = input.to_str().unwrap();
+    let run = run_in(dir.path(), &[input, "-o", "/dev/null"]).ok();
+    assert!(run.stdout.contains("functions:"), "{}", run.stdout);
+    let meta = std::fs::metadata("/dev/null").unwrap();
+    assert!(
+        meta.file_type().is_char_device(),
+        "/dev/null is no longer a device"
+    );
+}
+
+/// Two outputs naming one file (also through a symlink), or an output naming an input, are
+/// refused before any work, and nothing is written.
+#[test]
+fn outputs_that_collide_are_refused() {
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    std::os::unix::fs::symlink("same.o", dir.path().join("alias.o")).unwrap();
+    std::os::unix::fs::symlink("in.clif", dir.path().join("in-link.clif")).unwrap();
+    let input = input.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["-o", "same.o", "--emit-clif", "same.o"], "same file"),
+        (vec!["-o", "same.o", "--emit-clif", "alias.o"], "same file"),
+        (vec!["-o", "./same.o", "--emit-clif", "same.o"], "same file"),
+        (vec!["--emit-clif", "in.clif"], "is the input"),
+        (vec!["-o", "in-link.clif"], "is the input"),
+    ] {
+        let mut all = vec![input];
+        all.extend(&args);
+        let run = run_in(dir.path(), &all);
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(expect), "{args:?}: {}", run.stderr);
+        assert!(!dir.path().join("same.o").exists(), "{args:?} wrote same.o");
+    }
+    assert_eq!(std::fs::read_to_string(input).unwrap(), example_basic());
+}
+
+/// When one output cannot be written, none is: the object is not left behind when the CLIF
+/// cannot be written (`/dev/full` refuses every write).
+#[test]
+fn outputs_are_all_written_or_none() {
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    let input = input.to_str().unwrap();
+    let run = run_in(
+        dir.path(),
+        &[input, "-o", "out.o", "--emit-clif", "/dev/full"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("/dev/full"), "{}", run.stderr);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("in.clif")],
+        "left behind"
+    );
+}
+
+/// A new output file gets the permissions any new file gets (not a temporary file's 0600); an
+/// existing one keeps its own.
+#[test]
+fn output_permissions_are_those_of_a_new_file_or_the_old_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    let kept = write(dir.path(), "kept.o", b"old");
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+    // Under umask 022, whatever the test runner's is.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("umask 022 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args([&input, Path::new("-o"), Path::new("kept.o")])
+        .args(["--emit-clif", "new.clif"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    Run::from_output(out).ok();
+    let mode = |name: &str| {
+        std::fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode("kept.o") & 0o777, 0o640);
+    assert_eq!(mode("new.clif") & 0o777, 0o644);
+}
+
+/// `-` reads standard input, named `<stdin>` in messages; a byte-order mark is skipped.
+#[test]
+fn standard_input_and_a_byte_order_mark() {
+    let dir = tempdir();
+    let read_stdin = |text: &[u8]| {
+        let mut child = Command::new(BIN)
+            .args(["-", "--report", "json"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(text).unwrap();
+        Run::from_output(child.wait_with_output().unwrap())
+    };
+    let run = read_stdin(example_basic().as_bytes()).ok();
+    assert_eq!(run.json()["merged"], 3);
+    let bom = [b"\xef\xbb\xbf".as_slice(), example_basic().as_bytes()].concat();
+    assert_eq!(read_stdin(&bom).ok().json()["merged"], 3);
+    let run = read_stdin(b"function %f(\n");
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.starts_with("error: <stdin>:"), "{}", run.stderr);
+    let file = write(dir.path(), "bom.clif", &bom);
+    let run = run_in(dir.path(), &[file.to_str().unwrap(), "--report", "json"]).ok();
+    assert_eq!(run.json()["merged"], 3);
+}
+
+/// `--opt-level` takes Cranelift's spelling, `speed_and_size`, and the dashed one.
+#[test]
+fn opt_level_speed_and_size_both_spellings() {
+    let dir = tempdir();
+    let input = write(dir.path(), "in.clif", example_basic());
+    let input = input.to_str().unwrap();
+    for level in ["speed_and_size", "speed-and-size"] {
+        run_in(dir.path(), &[input, "-o", "out.o", "--opt-level", level]).ok();
+    }
 }

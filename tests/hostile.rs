@@ -597,3 +597,34 @@ fn references_to_undeclared_entities_are_errors_not_panics() {
     }
     assert!(tried >= 25, "only {tried} references");
 }
+
+/// Chains of 100,000 global values (each `load`ed from the one before) or value aliases: the
+/// reader and verifier walk them from every link (quadratic, most of a minute), so they are
+/// refused before parsing, naming the function's line; a short chain reads.
+#[test]
+fn chains_of_100k_global_values_or_aliases_are_refused() {
+    let n = 100_000;
+    let mut gvs = String::from("; a chain\nfunction %f(i64 vmctx) -> i64 {\n    gv0 = vmctx\n");
+    for i in 1..n {
+        let _ = writeln!(gvs, "    gv{i} = load.i64 notrap aligned gv{}+8", i - 1);
+    }
+    let _ = write!(
+        gvs,
+        "    stack_limit = gv{}\nblock0(v0: i64):\n    return v0\n}}\n",
+        n - 1
+    );
+    let mut aliases = String::from("; a chain\nfunction %f(i64) -> i64 {\nblock0(v0: i64):\n");
+    for i in 1..n {
+        let _ = writeln!(aliases, "    v{i} -> v{}", i - 1);
+    }
+    let _ = write!(aliases, "    return v{}\n}}\n", n - 1);
+    for text in [gvs, aliases] {
+        let err = read(&text).unwrap_err();
+        assert!(err.starts_with("hostile.clif:2: chains"), "{err}");
+    }
+    // Shorter chains read (src/read/limits.rs has the unit tests of the count).
+    let short = "function %f(i64 vmctx) -> i64 {\n    gv0 = vmctx\n    \
+                 gv1 = load.i64 notrap aligned gv0+8\n    stack_limit = gv1\n\
+                 block0(v0: i64):\n    v1 -> v0\n    return v1\n}\n";
+    read(short).unwrap();
+}

@@ -1,0 +1,349 @@
+//! Text that cranelift-reader or the CLIF verifier would spend unbounded memory or time on,
+//! refused before it is parsed, with its line. One pass over the tokens of the text.
+//!
+//! - Entity numbers: the reader sizes a function's tables by the largest number it meets, so
+//!   `v2000000000` alone would ask for gigabytes.
+//! - Chains: the reader resolves every value alias by walking its chain (`v3 -> v2`, `v2 -> v1`,
+//!   …), and the verifier walks every global value's chain of bases (`gv2 = load … gv1`), each
+//!   from the start: a chain of n costs about n²/2 steps, 100,000 aliases or global values take
+//!   most of a minute. What reading a function would walk — the depth of every alias and global
+//!   value, at every place it is named (the pass walks them again at each use) — is counted, and
+//!   a function above [`CHAIN_STEP_BUDGET`] is refused. Real code has chains of a few links.
+
+/// The largest entity number (`v…`, `block…`, `ss…`, …) accepted.
+pub const MAX_ENTITY_NUMBER: u64 = 10_000_000;
+
+/// The most that the largest entity numbers of all functions of a file may add up to: the
+/// tables of every function are alive at once, so many functions with large numbers would
+/// add up to gigabytes too.
+pub const ENTITY_NUMBER_BUDGET: u64 = 100_000_000;
+
+/// The most steps along value alias and global value chains that reading one function may take.
+pub const CHAIN_STEP_BUDGET: u64 = 20_000_000;
+
+const ENTITY_PREFIXES: &[&str] = &[
+    "v", "block", "ss", "dss", "sig", "fn", "gv", "jt", "dt", "mt", "region", "const", "tag",
+    "inst", "et",
+];
+
+/// The first problem of `text`, with its line.
+pub fn problem(text: &str) -> Option<(usize, String)> {
+    let mut numbers = EntityNumbers::default();
+    let mut chains = Chains::default();
+    let mut previous: [Token; 2] = [Token::Other; 2];
+    for (line, token) in tokens(text) {
+        if let Token::Word(word) = token {
+            match entity_reference(word) {
+                Some((prefix, n)) => {
+                    if let Some(problem) = numbers.see(line, word, n) {
+                        return Some(problem);
+                    }
+                    chains.see(prefix, n as u32, previous);
+                }
+                None if word == "function" => {
+                    numbers.end_function();
+                    if let Some(problem) = chains.end_function() {
+                        return Some(problem);
+                    }
+                    chains.start_line = line;
+                }
+                None => chains.see_word(word, previous),
+            }
+        }
+        previous = [previous[1], token];
+    }
+    chains.end_function()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Token<'a> {
+    /// Letters, digits and `_`, not after a `%` (function names are not entities).
+    Word(&'a str),
+    /// `->`
+    Arrow,
+    /// `=`
+    Equals,
+    /// Anything else that separates words.
+    Other,
+}
+
+/// The tokens of `text` that matter here, with their lines; comments and strings are skipped.
+fn tokens(text: &str) -> impl Iterator<Item = (usize, Token<'_>)> {
+    let bytes = text.as_bytes();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (mut line, mut i) = (1, 0);
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            let at = i;
+            i += 1;
+            match b {
+                b'\n' => line += 1,
+                b';' => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'"' => {
+                    while i < bytes.len() && bytes[i] != b'"' {
+                        line += usize::from(bytes[i] == b'\n');
+                        i += 1;
+                    }
+                    i += 1;
+                    return Some((line, Token::Other));
+                }
+                b'-' if bytes.get(i) == Some(&b'>') => {
+                    i += 1;
+                    return Some((line, Token::Arrow));
+                }
+                b'=' => return Some((line, Token::Equals)),
+                _ if word_byte(b) => {
+                    while i < bytes.len() && word_byte(bytes[i]) {
+                        i += 1;
+                    }
+                    if at > 0 && bytes[at - 1] == b'%' {
+                        return Some((line, Token::Other));
+                    }
+                    return Some((line, Token::Word(&text[at..i])));
+                }
+                b' ' | b'\t' | b'\r' => {}
+                _ => return Some((line, Token::Other)),
+            }
+        }
+        None
+    })
+}
+
+/// The prefix and number of an entity reference such as `ss12` (`None` for any other word).
+fn entity_reference(word: &str) -> Option<(&str, u64)> {
+    let digits = word.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let prefix = &word[..word.len() - digits.len()];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ENTITY_PREFIXES
+        .contains(&prefix)
+        .then(|| (prefix, digits.parse::<u64>().unwrap_or(u64::MAX)))
+}
+
+/// The largest entity number of each function, and their sum over the file.
+#[derive(Default)]
+struct EntityNumbers {
+    function_max: u64,
+    total: u64,
+}
+
+impl EntityNumbers {
+    fn see(&mut self, line: usize, word: &str, n: u64) -> Option<(usize, String)> {
+        if n > MAX_ENTITY_NUMBER {
+            let msg = format!(
+                "`{word}`: entity numbers above {MAX_ENTITY_NUMBER} are not supported \
+                 (cranelift-reader would allocate a table that large)"
+            );
+            return Some((line, msg));
+        }
+        self.function_max = self.function_max.max(n);
+        if self.total + self.function_max > ENTITY_NUMBER_BUDGET {
+            let msg = format!(
+                "the largest entity numbers of the functions so far add up to more than \
+                 {ENTITY_NUMBER_BUDGET} (cranelift-reader would allocate tables that large)"
+            );
+            return Some((line, msg));
+        }
+        None
+    }
+
+    fn end_function(&mut self) {
+        self.total += self.function_max;
+        self.function_max = 0;
+    }
+}
+
+/// One function's value aliases and global value bases, and where values and global values
+/// are named.
+#[derive(Default)]
+struct Chains {
+    /// `v3 -> v2`: 3 → 2.
+    alias_of: rustc_hash::FxHashMap<u32, u32>,
+    /// `gv2 = load … gv1`: 2 → 1.
+    base_of: rustc_hash::FxHashMap<u32, u32>,
+    /// Every place a value is named.
+    value_names: Vec<u32>,
+    /// Every place a global value is named.
+    gv_names: Vec<u32>,
+    /// A global value defined as `load` or `iadd_imm` whose base is the next one named.
+    awaiting_base: Option<u32>,
+    /// The line the function starts on.
+    start_line: usize,
+}
+
+impl Chains {
+    /// An entity reference; `previous` are the two tokens before it.
+    fn see(&mut self, prefix: &str, n: u32, previous: [Token; 2]) {
+        match prefix {
+            "v" => {
+                if let [Token::Word(w), Token::Arrow] = previous
+                    && let Some(("v", dest)) = entity_reference(w)
+                {
+                    self.alias_of.insert(dest as u32, n);
+                }
+                self.value_names.push(n);
+            }
+            "gv" => {
+                if let Some(gv) = self.awaiting_base.take() {
+                    self.base_of.insert(gv, n);
+                }
+                self.gv_names.push(n);
+            }
+            _ => {}
+        }
+    }
+
+    /// Any other word: `gvN = load` or `gvN = iadd_imm` gives `gvN` a base, the next global
+    /// value named.
+    fn see_word(&mut self, word: &str, previous: [Token; 2]) {
+        if matches!(word, "load" | "iadd_imm")
+            && let [Token::Word(w), Token::Equals] = previous
+            && let Some(("gv", gv)) = entity_reference(w)
+        {
+            self.awaiting_base = Some(gv as u32);
+        }
+    }
+
+    /// Checks the function that ends here and forgets it.
+    fn end_function(&mut self) -> Option<(usize, String)> {
+        let steps = steps(&self.alias_of, &self.value_names)
+            .saturating_add(steps(&self.base_of, &self.gv_names));
+        let line = self.start_line.max(1);
+        *self = Chains::default();
+        (steps > CHAIN_STEP_BUDGET).then(|| {
+            let msg = format!(
+                "chains of value aliases or global values too long: reading this function \
+                 would walk {steps} links (at most {CHAIN_STEP_BUDGET})"
+            );
+            (line, msg)
+        })
+    }
+}
+
+/// The links walked when each name in `names` is resolved along `next`, counted in linear
+/// time: every entity's depth is found once. A cycle (an error the reader or verifier reports)
+/// counts as ending where it closes.
+fn steps(next: &rustc_hash::FxHashMap<u32, u32>, names: &[u32]) -> u64 {
+    const ON_PATH: u64 = u64::MAX;
+    let mut depth: rustc_hash::FxHashMap<u32, u64> = Default::default();
+    let mut path = Vec::new();
+    for &start in next.keys() {
+        let mut at = start;
+        let mut base = loop {
+            match depth.get(&at) {
+                Some(&ON_PATH) => break 0,
+                Some(&d) => break d,
+                None => {}
+            }
+            let Some(&n) = next.get(&at) else {
+                break 0;
+            };
+            depth.insert(at, ON_PATH);
+            path.push(at);
+            at = n;
+        };
+        for &e in path.iter().rev() {
+            base += 1;
+            depth.insert(e, base);
+        }
+        path.clear();
+    }
+    names
+        .iter()
+        .map(|n| depth.get(n).copied().unwrap_or(0))
+        .fold(0u64, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line_of(text: &str) -> Option<usize> {
+        problem(text).map(|(line, _)| line)
+    }
+
+    #[test]
+    fn huge_entity_numbers_are_refused() {
+        assert_eq!(line_of("block0:\n  v1 = iadd v2000000000, v0\n"), Some(2));
+        assert_eq!(line_of("  ss4000000000 = explicit_slot 4"), Some(1));
+        assert_eq!(
+            line_of("region0 = 1 \"x;\" ss4000000000 = explicit_slot 8"),
+            Some(1)
+        );
+        let fine = "fn0 = colocated u805306368:1 sig0\n v1 = iconst.i64 123456789012\n\
+                    function %fn123456789012() {\n ; v99999999999 in a comment\n";
+        assert_eq!(line_of(fine), None);
+        let many = "function %f() {\n sig9999999 = ()\n}\n".repeat(11);
+        assert_eq!(line_of(&many), Some(32));
+        let fewer = "function %f() {\n sig9999999 = ()\n}\n".repeat(10);
+        assert_eq!(line_of(&fewer), None);
+    }
+
+    fn alias_chain(n: usize) -> String {
+        let mut text = String::from("function %f(i64) -> i64 {\nblock0(v0: i64):\n");
+        for i in 1..=n {
+            text.push_str(&format!("    v{i} -> v{}\n", i - 1));
+        }
+        text.push_str(&format!("    return v{n}\n}}\n"));
+        text
+    }
+
+    fn gv_chain(n: usize) -> String {
+        let mut text = String::from("function %f(i64 vmctx) -> i64 {\n    gv0 = vmctx\n");
+        for i in 1..=n {
+            text.push_str(&format!(
+                "    gv{i} = load.i64 notrap aligned gv{}+8\n",
+                i - 1
+            ));
+        }
+        text.push_str(&format!(
+            "    stack_limit = gv{n}\nblock0(v0: i64):\n    return v0\n}}\n"
+        ));
+        text
+    }
+
+    #[test]
+    fn chains_are_counted_link_by_link() {
+        let depth = |text: &str, gv: bool| {
+            let mut chains = Chains::default();
+            let mut previous = [Token::Other; 2];
+            for (_, token) in tokens(text) {
+                if let Token::Word(w) = token {
+                    match entity_reference(w) {
+                        Some((p, n)) => chains.see(p, n as u32, previous),
+                        None => chains.see_word(w, previous),
+                    }
+                }
+                previous = [previous[1], token];
+            }
+            if gv {
+                steps(&chains.base_of, &chains.gv_names)
+            } else {
+                steps(&chains.alias_of, &chains.value_names)
+            }
+        };
+        // v1..v4 are named twice each (alias and target), at depths 1..4; `return v4` once more.
+        assert_eq!(
+            depth(&alias_chain(4), false),
+            1 + 2 + 3 + (1 + 2 + 3 + 4) + 4
+        );
+        // gv1..gv3 at depths 1..3, named at their definition, as a base, and gv3 as the limit.
+        assert_eq!(depth(&gv_chain(3), true), (1 + 2 + 3) + (1 + 2) + 3);
+        assert_eq!(depth("gv1 = load.i64 notrap aligned gv1", true), 2);
+    }
+
+    #[test]
+    fn long_chains_are_refused_at_their_function() {
+        assert_eq!(line_of(&alias_chain(1000)), None);
+        assert_eq!(line_of(&gv_chain(1000)), None);
+        let long = format!("{}\n{}", gv_chain(2), alias_chain(10_000));
+        assert_eq!(line_of(&long), Some(10));
+        assert_eq!(line_of(&gv_chain(10_000)), Some(1));
+    }
+}
