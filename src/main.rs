@@ -182,6 +182,9 @@ fn run(opts: Opts) -> Result<()> {
         let options = verify::VerifyOptions::default();
         let checked = verify::verify_merge(original, &module, &merge_report, &options);
         eprintln!("{}", checked.summary());
+        if let Some(warning) = checked.coverage_warning() {
+            eprintln!("{warning}");
+        }
         for mismatch in &checked.mismatches {
             eprintln!("mismatch: {mismatch}");
         }

@@ -296,6 +296,12 @@ pub struct VerifyReport {
     pub skipped: usize,
     /// Functions whose runs stopped early, after `max_inconclusive` inconclusive ones.
     pub cut_short: usize,
+    /// Functions every run of which ran to the end on both sides.
+    pub fully_checked: usize,
+    /// Functions some runs of which ran to the end, not all.
+    pub partly_checked: usize,
+    /// Functions no run of which ran to the end on both sides (skipped ones included).
+    pub unchecked: usize,
     pub mismatches: Vec<Mismatch>,
 }
 
@@ -304,17 +310,40 @@ impl VerifyReport {
         self.mismatches.is_empty()
     }
 
-    /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped)`
+    /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped);
+    /// F fully checked, P partly, Z not at all`
     pub fn summary(&self) -> String {
         format!(
-            "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, {} skipped)",
+            "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, \
+             {} skipped); {} fully checked, {} partly, {} not at all",
             self.functions,
             self.runs,
             self.mismatches.len(),
             self.inconclusive,
             self.unsupported,
-            self.skipped
+            self.skipped,
+            self.fully_checked,
+            self.partly_checked,
+            self.unchecked
         )
+    }
+
+    /// Runs that ran to the end on both sides.
+    pub fn completed_runs(&self) -> usize {
+        self.runs - self.inconclusive - self.unsupported
+    }
+
+    /// A warning when most runs could not be run to the end, so that "0 mismatches" is not
+    /// taken for more than it is.
+    pub fn coverage_warning(&self) -> Option<String> {
+        let done = self.completed_runs();
+        (self.runs > 0 && done * 2 < self.runs).then(|| {
+            format!(
+                "warning: --verify ran only {done} of {} runs to the end ({} inconclusive, {} \
+                 unsupported by the interpreter): most of this merge was not checked",
+                self.runs, self.inconclusive, self.unsupported
+            )
+        })
     }
 }
 
@@ -351,6 +380,7 @@ pub fn verify_merge(
         let func = &mf.func;
         if !runnable_signature(&func.signature) {
             out.skipped += 1;
+            out.unchecked += 1;
             continue;
         }
         out.functions += 1;
@@ -393,6 +423,8 @@ pub fn verify_merge(
         let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
         let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
         let mut inconclusive = 0;
+        let runs_before = out.runs;
+        let incomplete_before = out.inconclusive + out.unsupported;
         for run in 0..options.runs {
             if inconclusive >= options.max_inconclusive.max(1) {
                 out.cut_short += 1;
@@ -418,6 +450,13 @@ pub fn verify_merge(
                     merged: b,
                 });
             }
+        }
+        let runs = out.runs - runs_before;
+        let incomplete = out.inconclusive + out.unsupported - incomplete_before;
+        match (runs, incomplete) {
+            (r, 0) if r == options.runs => out.fully_checked += 1,
+            (r, i) if i < r => out.partly_checked += 1,
+            _ => out.unchecked += 1,
         }
     }
     out
@@ -847,10 +886,23 @@ impl<'a> Side<'a> {
         if params.len() != args.len() {
             return Err(Outcome::Trapped(Trap::BadSignature));
         }
-        self.state.push_frame(func);
-        if self.state.inner.stack.len() > options.max_stack_bytes {
+        // The interpreter allocates a frame's bytes when it enters the function: check the
+        // limit first (a frame of gigabytes would be allocated, and the u32 sum Cranelift
+        // computes it with could overflow).
+        let frame: u64 = func
+            .sized_stack_slots
+            .values()
+            .map(|s| u64::from(s.size))
+            .sum();
+        let limit = options.max_stack_bytes as u64;
+        if frame > limit {
+            let why = format!("a stack frame of {frame} bytes (the limit is {limit})");
+            return Err(Outcome::Unsupported(why));
+        }
+        if self.state.inner.stack.len() as u64 + frame > limit {
             return Err(Outcome::TooDeep);
         }
+        self.state.push_frame(func);
         self.state.current_frame_mut().set_all(params, args);
         func.layout
             .first_inst(entry)
