@@ -294,13 +294,24 @@ impl Module {
         linkage: Linkage,
         origin: Option<Origin>,
     ) -> Result<FuncId, ModuleError> {
-        let name = FuncName::of_function(&func);
         if let Some((_, message)) = crate::references::undeclared_reference(&func) {
             return Err(ModuleError::UndeclaredReference {
-                function: name,
+                function: FuncName::of_function(&func),
                 message,
             });
         }
+        self.define_checked(func, linkage, origin)
+    }
+
+    /// [`Module::define`] for a function whose references were already checked (the reader
+    /// checks them first, to report the declaration's line).
+    pub(crate) fn define_checked(
+        &mut self,
+        func: Function,
+        linkage: Linkage,
+        origin: Option<Origin>,
+    ) -> Result<FuncId, ModuleError> {
+        let name = FuncName::of_function(&func);
         let id = FuncId(self.functions.len() as u32);
         self.claim_name(&name, Symbol::Function(id))?;
         self.functions.push(ModuleFunction {

@@ -70,16 +70,17 @@ fn folder_of(path: &Path) -> &Path {
     }
 }
 
+/// The identity of the existing file at `path` (symlinks followed).
 #[cfg(unix)]
-fn inode(meta: &fs::Metadata) -> Identity {
+fn existing_identity(_path: &Path, meta: &fs::Metadata) -> std::io::Result<Identity> {
     use std::os::unix::fs::MetadataExt;
-    Identity::Inode(meta.dev(), meta.ino())
+    Ok(Identity::Inode(meta.dev(), meta.ino()))
 }
 
+/// Without inodes, an existing file is known by its canonical path.
 #[cfg(not(unix))]
-fn inode(_: &fs::Metadata) -> Identity {
-    // Without inodes, a file is known by its path only (see `resolve`).
-    Identity::Path(PathBuf::from("\0unknown"))
+fn existing_identity(path: &Path, _: &fs::Metadata) -> std::io::Result<Identity> {
+    fs::canonicalize(path).map(Identity::Path)
 }
 
 fn resolve(given: &Path) -> Result<Resolved, OutputError> {
@@ -119,7 +120,7 @@ fn resolve(given: &Path) -> Result<Resolved, OutputError> {
         return Ok(Resolved {
             given: given.to_path_buf(),
             special: !meta.is_file(),
-            identity: inode(&meta),
+            identity: existing_identity(&target, &meta).map_err(io_error(given))?,
             target,
         });
     }
@@ -144,10 +145,10 @@ pub fn check_outputs(outputs: &[&Path], inputs: &[PathBuf]) -> Result<(), Output
         seen.push(resolved);
     }
     for input in inputs.iter().filter(|p| !is_stdio(p)) {
-        let Ok(meta) = fs::metadata(input) else {
-            continue; // reading reports a missing input
+        // A missing or unreadable input is reported by reading.
+        let Ok(identity) = fs::metadata(input).and_then(|m| existing_identity(input, &m)) else {
+            continue;
         };
-        let identity = inode(&meta);
         if let Some(output) = seen.iter().find(|r| r.identity == identity) {
             return Err(OutputError::OutputIsInput {
                 output: output.given.clone(),

@@ -31,7 +31,7 @@ use cranelift_codegen::settings;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::Module as _;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -696,17 +696,6 @@ fn corrupted_generated_merges_are_reported() {
 
 const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
 
-fn filetests(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            filetests(&path, out);
-        } else if path.extension().is_some_and(|e| e == "clif") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn cli_verify_passes_on_the_example() {
     let out = Command::new(BIN)
@@ -727,9 +716,7 @@ fn cli_verify_passes_on_the_example() {
 #[test]
 fn cli_verify_passes_on_every_filetest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    filetests(&root.join("filetests"), &mut files);
-    files.sort();
+    let files = common::clif_files(&root.join("filetests"));
     assert!(files.len() > 50);
     let dir = tempfile::tempdir().unwrap();
     let mut checked_functions = 0;

@@ -12,6 +12,7 @@ mod common;
 
 use clif_merge::read::read_module_text;
 use clif_merge::{Linkage, Module, ModuleFunction, ReadOptions, compare, emit};
+use common::clif_files;
 use common::r#gen::{
     Choices, GenConfig, assert_valid, external_name, generate_with, pseudo_random_choices,
 };
@@ -22,7 +23,7 @@ use cranelift_codegen::ir::{
     DynamicStackSlotData, DynamicTypeData, Function, GlobalValueData, InstBuilder, MemFlagsData,
     StackSlotKind, UserFuncName,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Emits `module`, reads it back and checks that it is the same module and that a second emit
 /// is byte-identical; returns the first emitted text.
@@ -58,25 +59,13 @@ fn assert_round_trip(what: &str, module: &Module) -> String {
     first
 }
 
-fn clif_files(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            clif_files(&path, found);
-        } else if path.extension().is_some_and(|e| e == "clif") {
-            found.push(path);
-        }
-    }
-}
-
 #[test]
 fn every_clif_file_of_the_project_round_trips() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["filetests", "examples", "tests/data"] {
-        clif_files(&root.join(dir), &mut files);
-    }
-    files.sort();
+    let files: Vec<_> = ["filetests", "examples", "tests/data"]
+        .iter()
+        .flat_map(|dir| clif_files(&root.join(dir)))
+        .collect();
     let mut checked = 0;
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();

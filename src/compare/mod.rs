@@ -67,7 +67,6 @@
 //! undefined symbol to the object, which can make a static link pull in an archive member; that
 //! is a property of the module's imports, not of a function's behaviour, and is not compared.
 //!
-//!
 //! A name is compared as the [`Resolver`] says: by *identity* (its text), or as a reference to a
 //! module function whose *class* is compared (the merge driver's classes; see `merge`). Class
 //! references leave a placeholder token in the fingerprint and the function's id in

@@ -163,7 +163,7 @@ impl ModuleReader {
                 line,
             };
             self.module
-                .define(func, self.options.default_linkage, Some(origin))
+                .define_checked(func, self.options.default_linkage, Some(origin))
                 .map_err(|e| duplicate_error(&self.module, e, file, line))?;
         }
         Ok(())
