@@ -89,7 +89,7 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// The most bytes the pass has live at once on a copy of `module`, above what was live when it
 /// started (what it frees of the module counts against what it allocates).
-fn pass_peak(module: &clif_merge::Module) -> usize {
+fn pass_peak(module: &clif_merge::ClifModule) -> usize {
     let mut copy = module.clone();
     CURRENT.store(0, Ordering::Relaxed);
     PEAK.store(0, Ordering::Relaxed);

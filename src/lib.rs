@@ -1,8 +1,8 @@
 //! clif-merge: LLVM's MergeFunctions pass for Cranelift IR.
 //!
 //! The pipeline:
-//! 1. `read`: `.clif` files (or `.clif.xz`) → a [`Module`] of functions with linkage and aliases,
-//!    parsed by cranelift-reader and checked by the CLIF verifier. Embedders build a [`Module`]
+//! 1. `read`: `.clif` files (or `.clif.xz`) → a [`ClifModule`] of functions with linkage and aliases,
+//!    parsed by cranelift-reader and checked by the CLIF verifier. Embedders build a [`ClifModule`]
 //!    from their own [`cranelift_codegen::ir::Function`]s instead.
 //! 2. `compare`: every function → a fingerprint, its fields in a CFG-ordered walk with values and
 //!    blocks by serial number; fingerprints are totally ordered, and hashed.
@@ -27,5 +27,5 @@ pub mod verify;
 
 pub use compare::{Fingerprint, compare};
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
-pub use module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
+pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};

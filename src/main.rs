@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
 use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
 use clif_merge::{
-    Action, Linkage, Mode, ReadOptions, emit, merge_module, output, read, report, verify,
+    Action, Mode, ReadOptions, SymbolLinkage, emit, merge_module, output, read, report, verify,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ struct Opts {
     #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
     mode: ModeArg,
 
-    /// Linkage of functions that no `; linkage:` directive names.
+    /// SymbolLinkage of functions that no `; linkage:` directive names.
     #[arg(long, value_enum, default_value_t = LinkageArg::Export, value_name = "KIND")]
     default_linkage: LinkageArg,
 
@@ -130,10 +130,10 @@ fn run(opts: Opts) -> Result<()> {
         ModeArg::Thunks => Mode::Thunks,
     };
     let default_linkage = match opts.default_linkage {
-        LinkageArg::Export => Linkage::Export,
-        LinkageArg::Hidden => Linkage::Hidden,
-        LinkageArg::Local => Linkage::Local,
-        LinkageArg::Preemptible => Linkage::Preemptible,
+        LinkageArg::Export => SymbolLinkage::Export,
+        LinkageArg::Hidden => SymbolLinkage::Hidden,
+        LinkageArg::Local => SymbolLinkage::Local,
+        LinkageArg::Preemptible => SymbolLinkage::Preemptible,
     };
     let output_paths: Vec<&Path> = [opts.output.as_deref(), opts.emit_clif.as_deref()]
         .into_iter()

@@ -1,7 +1,7 @@
 //! The module: the functions a merge works on, their names and linkage, the aliases, and the
 //! references between them.
 //!
-//! A module is the set of *defined* functions (a name, a [`Function`] and a [`Linkage`]) plus
+//! A module is the set of *defined* functions (a name, a [`Function`] and a [`SymbolLinkage`]) plus
 //! aliases (a second name for a defined function, recorded for the object writer). Every other
 //! name a function refers to is an import. Names are exactly as CLIF writes them: `%foo` (a
 //! testcase name) or `u0:3` (a user name); a callee declaration `fn0 = colocated u0:5 sig0`
@@ -138,7 +138,7 @@ impl fmt::Display for FuncName {
 ///
 /// The declaration order is the order in which class members are considered for keeping.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
-pub enum Linkage {
+pub enum SymbolLinkage {
     /// Visible to every object and the outside world (the default).
     #[default]
     Export,
@@ -150,23 +150,23 @@ pub enum Linkage {
     Preemptible,
 }
 
-impl Linkage {
+impl SymbolLinkage {
     /// The keyword used in `; linkage:` directives and on the command line.
     pub fn keyword(self) -> &'static str {
         match self {
-            Linkage::Export => "export",
-            Linkage::Hidden => "hidden",
-            Linkage::Local => "local",
-            Linkage::Preemptible => "preemptible",
+            SymbolLinkage::Export => "export",
+            SymbolLinkage::Hidden => "hidden",
+            SymbolLinkage::Local => "local",
+            SymbolLinkage::Preemptible => "preemptible",
         }
     }
 
-    pub fn from_keyword(word: &str) -> Option<Linkage> {
+    pub fn from_keyword(word: &str) -> Option<SymbolLinkage> {
         Some(match word {
-            "export" => Linkage::Export,
-            "hidden" => Linkage::Hidden,
-            "local" => Linkage::Local,
-            "preemptible" => Linkage::Preemptible,
+            "export" => SymbolLinkage::Export,
+            "hidden" => SymbolLinkage::Hidden,
+            "local" => SymbolLinkage::Local,
+            "preemptible" => SymbolLinkage::Preemptible,
             _ => return None,
         })
     }
@@ -174,7 +174,7 @@ impl Linkage {
     /// Whether another definition may replace this one at link time, so that neither its body
     /// nor its calls may be assumed.
     pub fn is_preemptible(self) -> bool {
-        self == Linkage::Preemptible
+        self == SymbolLinkage::Preemptible
     }
 }
 
@@ -187,9 +187,9 @@ pub struct Origin {
 
 /// The index of a defined function in its module.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub struct FuncId(pub u32);
+pub struct FunctionId(pub u32);
 
-impl FuncId {
+impl FunctionId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -200,7 +200,7 @@ impl FuncId {
 pub struct ModuleFunction {
     pub name: FuncName,
     pub func: Function,
-    pub linkage: Linkage,
+    pub linkage: SymbolLinkage,
     pub origin: Option<Origin>,
 }
 
@@ -209,14 +209,14 @@ pub struct ModuleFunction {
 pub struct Alias {
     pub name: FuncName,
     pub target: FuncName,
-    pub linkage: Linkage,
+    pub linkage: SymbolLinkage,
 }
 
 /// What a name in the module stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Symbol {
-    Function(FuncId),
-    /// Index into [`Module::aliases`].
+    Function(FunctionId),
+    /// Index into [`ClifModule::aliases`].
     Alias(usize),
 }
 
@@ -275,15 +275,15 @@ pub enum ModuleError {
 
 /// A module of CLIF functions.
 #[derive(Clone, Debug, Default)]
-pub struct Module {
+pub struct ClifModule {
     functions: Vec<ModuleFunction>,
     aliases: Vec<Alias>,
     symbols: SymbolTable,
 }
 
-impl Module {
-    pub fn new() -> Module {
-        Module::default()
+impl ClifModule {
+    pub fn new() -> ClifModule {
+        ClifModule::default()
     }
 
     /// Adds a defined function; its name is `func.name`. A function that refers to a
@@ -291,9 +291,9 @@ impl Module {
     pub fn define(
         &mut self,
         func: Function,
-        linkage: Linkage,
+        linkage: SymbolLinkage,
         origin: Option<Origin>,
-    ) -> Result<FuncId, ModuleError> {
+    ) -> Result<FunctionId, ModuleError> {
         if let Some((_, message)) = crate::references::undeclared_reference(&func) {
             return Err(ModuleError::UndeclaredReference {
                 function: FuncName::of_function(&func),
@@ -303,16 +303,16 @@ impl Module {
         self.define_checked(func, linkage, origin)
     }
 
-    /// [`Module::define`] for a function whose references were already checked (the reader
+    /// [`ClifModule::define`] for a function whose references were already checked (the reader
     /// checks them first, to report the declaration's line).
     pub(crate) fn define_checked(
         &mut self,
         func: Function,
-        linkage: Linkage,
+        linkage: SymbolLinkage,
         origin: Option<Origin>,
-    ) -> Result<FuncId, ModuleError> {
+    ) -> Result<FunctionId, ModuleError> {
         let name = FuncName::of_function(&func);
-        let id = FuncId(self.functions.len() as u32);
+        let id = FunctionId(self.functions.len() as u32);
         self.claim_name(&name, Symbol::Function(id))?;
         self.functions.push(ModuleFunction {
             name,
@@ -346,7 +346,7 @@ impl Module {
     }
 
     /// Sets the linkage of a function or alias; false when the name is not defined.
-    pub fn set_linkage(&mut self, name: &FuncName, linkage: Linkage) -> bool {
+    pub fn set_linkage(&mut self, name: &FuncName, linkage: SymbolLinkage) -> bool {
         match self.lookup(name) {
             Some(Symbol::Function(id)) => self.functions[id.index()].linkage = linkage,
             Some(Symbol::Alias(i)) => self.aliases[i].linkage = linkage,
@@ -359,7 +359,7 @@ impl Module {
         &self.functions
     }
 
-    pub fn function(&self, id: FuncId) -> &ModuleFunction {
+    pub fn function(&self, id: FunctionId) -> &ModuleFunction {
         &self.functions[id.index()]
     }
 
@@ -368,7 +368,7 @@ impl Module {
         &mut self.functions
     }
 
-    pub fn function_mut(&mut self, id: FuncId) -> &mut ModuleFunction {
+    pub fn function_mut(&mut self, id: FunctionId) -> &mut ModuleFunction {
         &mut self.functions[id.index()]
     }
 
@@ -376,8 +376,8 @@ impl Module {
         &self.aliases
     }
 
-    pub fn ids(&self) -> impl Iterator<Item = FuncId> + use<> {
-        (0..self.functions.len() as u32).map(FuncId)
+    pub fn ids(&self) -> impl Iterator<Item = FunctionId> + use<> {
+        (0..self.functions.len() as u32).map(FunctionId)
     }
 
     pub fn lookup(&self, name: &FuncName) -> Option<Symbol> {
@@ -399,7 +399,7 @@ impl Module {
     }
 
     /// The defined function a symbol stands for, through an alias if need be.
-    pub fn resolve_symbol(&self, symbol: Symbol) -> Option<FuncId> {
+    pub fn resolve_symbol(&self, symbol: Symbol) -> Option<FunctionId> {
         match symbol {
             Symbol::Function(id) => Some(id),
             Symbol::Alias(i) => self.resolve_alias_target(&self.aliases[i].target),
@@ -407,11 +407,11 @@ impl Module {
     }
 
     /// The defined function a name stands for, through an alias if need be.
-    pub fn resolve(&self, name: &FuncName) -> Option<FuncId> {
+    pub fn resolve(&self, name: &FuncName) -> Option<FunctionId> {
         self.resolve_symbol(self.lookup(name)?)
     }
 
-    fn resolve_alias_target(&self, target: &FuncName) -> Option<FuncId> {
+    fn resolve_alias_target(&self, target: &FuncName) -> Option<FunctionId> {
         match self.lookup(target)? {
             Symbol::Function(id) => Some(id),
             Symbol::Alias(_) => None,
@@ -419,7 +419,7 @@ impl Module {
     }
 
     /// The linkage of the symbol a name stands for (the alias's own for an alias).
-    pub fn linkage_of(&self, name: &FuncName) -> Option<Linkage> {
+    pub fn linkage_of(&self, name: &FuncName) -> Option<SymbolLinkage> {
         match self.lookup(name)? {
             Symbol::Function(id) => Some(self.function(id).linkage),
             Symbol::Alias(i) => Some(self.aliases[i].linkage),
@@ -468,7 +468,7 @@ impl Module {
     pub(crate) fn update(
         &mut self,
         gone: Vec<bool>,
-        mut insert_before: Vec<(FuncId, ModuleFunction)>,
+        mut insert_before: Vec<(FunctionId, ModuleFunction)>,
         new_aliases: Vec<Alias>,
     ) {
         let final_target: FxHashMap<&FuncName, &FuncName> =
@@ -504,7 +504,7 @@ impl Module {
         aliases.extend(new_aliases);
         let mut symbols = SymbolTable::default();
         for (i, f) in functions.iter().enumerate() {
-            symbols.insert(&f.name, Symbol::Function(FuncId(i as u32)));
+            symbols.insert(&f.name, Symbol::Function(FunctionId(i as u32)));
         }
         for (i, a) in aliases.iter().enumerate() {
             symbols.insert(&a.name, Symbol::Alias(i));

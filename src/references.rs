@@ -1,6 +1,6 @@
 //! References between a function's own declarations that cranelift-reader accepts without
 //! checking and the CLIF verifier does not check either. Every other part of the library indexes
-//! a function's tables directly, so a dangling reference would panic there; [`Module::define`]
+//! a function's tables directly, so a dangling reference would panic there; [`ClifModule::define`]
 //! refuses it instead.
 //!
 //! Checked here (each one was seen to get through the reader and the verifier): the stack limit,
@@ -10,7 +10,7 @@
 //! made by instructions (values, blocks, slots, constants, `fnN`, `sigN`, alias regions) are the
 //! verifier's: a function that reaches the module unverified must have passed it.
 //!
-//! [`Module::define`]: crate::Module::define
+//! [`ClifModule::define`]: crate::ClifModule::define
 
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData};

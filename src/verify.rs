@@ -34,7 +34,7 @@
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
 
 use crate::merge::{Action, MergeReport};
-use crate::module::{FuncName, Module};
+use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
@@ -351,8 +351,8 @@ impl VerifyReport {
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
 /// difference. See the module docs.
 pub fn verify_merge(
-    original: &Module,
-    merged: &Module,
+    original: &ClifModule,
+    merged: &ClifModule,
     report: &MergeReport,
     options: &VerifyOptions,
 ) -> VerifyReport {
@@ -465,7 +465,7 @@ pub fn verify_merge(
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for
 /// tests that compare the interpreter with compiled code.
 pub fn run_function(
-    module: &Module,
+    module: &ClifModule,
     name: &FuncName,
     args: &[DataValue],
     options: &VerifyOptions,
@@ -505,7 +505,7 @@ pub fn runnable_signature(sig: &Signature) -> bool {
 }
 
 /// Every name `module` defines, aliases, or refers to from a function.
-fn collect_names(module: &Module, names: &mut BTreeSet<FuncName>) {
+fn collect_names(module: &ClifModule, names: &mut BTreeSet<FuncName>) {
     for mf in module.functions() {
         names.insert(mf.name.clone());
         for ext in mf.func.dfg.ext_funcs.values() {
@@ -533,7 +533,7 @@ struct Stubs {
 }
 
 impl Stubs {
-    fn new(module: &Module, names: &[FuncName]) -> Stubs {
+    fn new(module: &ClifModule, names: &[FuncName]) -> Stubs {
         // The signature of each import: its first declaration, in module order.
         let mut imports: BTreeMap<FuncName, Signature> = BTreeMap::new();
         for mf in module.functions() {
@@ -576,7 +576,7 @@ struct Names {
 }
 
 impl Names {
-    fn new(modules: &[&Module]) -> Names {
+    fn new(modules: &[&ClifModule]) -> Names {
         let mut set = BTreeSet::new();
         for module in modules {
             collect_names(module, &mut set);
@@ -712,7 +712,7 @@ struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    fn new(module: &'a Module, names: &'a Names, stubs: &'a Stubs) -> Side<'a> {
+    fn new(module: &'a ClifModule, names: &'a Names, stubs: &'a Stubs) -> Side<'a> {
         let stub_of: FxHashMap<&FuncName, &'a Function> =
             stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
         let mut store = FunctionStore::default();

@@ -19,7 +19,9 @@ mod common;
 use common::generator as _;
 
 use clif_merge::verify::{Outcome, VerifyOptions, VerifyReport, run_function, verify_merge};
-use clif_merge::{Action, FuncName, Linkage, MergeReport, Mode, Module, emit, merge_module};
+use clif_merge::{
+    Action, ClifModule, FuncName, MergeReport, Mode, SymbolLinkage, emit, merge_module,
+};
 use common::modgen::{DEPTH_MASK, ModGenConfig, generate_module};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::Imm64;
@@ -71,7 +73,7 @@ fn test_options() -> VerifyOptions {
     }
 }
 
-fn merged(original: &Module, mode: Mode) -> (Module, MergeReport) {
+fn merged(original: &ClifModule, mode: Mode) -> (ClifModule, MergeReport) {
     let mut m = original.clone();
     let (report, _) = merge_module(&mut m, mode);
     (m, report)
@@ -80,8 +82,8 @@ fn merged(original: &Module, mode: Mode) -> (Module, MergeReport) {
 fn failure_text(
     what: &str,
     mode: Mode,
-    original: &Module,
-    merged: &Module,
+    original: &ClifModule,
+    merged: &ClifModule,
     v: &VerifyReport,
 ) -> String {
     let mut text = format!("{what}, mode {}: {}\n", mode.keyword(), v.summary());
@@ -96,7 +98,7 @@ fn failure_text(
 }
 
 /// Whether some base function calls itself, or two call each other.
-fn has_recursion(module: &Module, base: usize) -> (bool, bool) {
+fn has_recursion(module: &ClifModule, base: usize) -> (bool, bool) {
     let calls = |i: usize| -> Vec<String> {
         let f = &module.functions()[i].func;
         f.dfg
@@ -264,7 +266,7 @@ struct Jit {
 }
 
 impl Jit {
-    fn compile(m: &Module, isa: OwnedTargetIsa) -> Jit {
+    fn compile(m: &ClifModule, isa: OwnedTargetIsa) -> Jit {
         let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
         let mut jit = JITModule::new(builder);
         let mut ids = HashMap::new();
@@ -345,7 +347,7 @@ impl Drop for Jit {
 
 /// What runs in `merged` for the original function `name`: the same name, or the kept function
 /// when it was removed.
-fn counterpart(merged: &Module, report: &MergeReport, name: &FuncName) -> FuncName {
+fn counterpart(merged: &ClifModule, report: &MergeReport, name: &FuncName) -> FuncName {
     if merged.resolve(name).is_some() {
         return name.clone();
     }
@@ -460,14 +462,14 @@ fn merged_generated_modules_behave_the_same_natively() {
 // ---------------------------------------------------------------------------------------------
 // (c) The check can fail.
 
-fn module_from_text(text: &str, local: &[&str]) -> Module {
-    let mut module = Module::new();
+fn module_from_text(text: &str, local: &[&str]) -> ClifModule {
+    let mut module = ClifModule::new();
     for func in cranelift_reader::parse_functions(text).unwrap() {
         let name = FuncName::of_function(&func);
         let linkage = if local.contains(&name.to_string().as_str()) {
-            Linkage::Local
+            SymbolLinkage::Local
         } else {
-            Linkage::Export
+            SymbolLinkage::Export
         };
         module.define(func, linkage, None).unwrap();
     }
@@ -492,7 +494,7 @@ fn iconsts(func: &Function) -> Vec<cranelift_codegen::ir::Inst> {
 }
 
 /// Adds `delta` to the immediate of the `n`th `iconst` of the function `name` of `module`.
-fn corrupt_constant(module: &mut Module, name: &FuncName, n: usize, delta: i64) -> bool {
+fn corrupt_constant(module: &mut ClifModule, name: &FuncName, n: usize, delta: i64) -> bool {
     let Some(id) = module.resolve(name) else {
         return false;
     };
@@ -607,7 +609,7 @@ fn a_wrong_merge_is_reported() {
         }
         functions.push(mf);
     }
-    let mut wrong = Module::new();
+    let mut wrong = ClifModule::new();
     for mf in functions {
         wrong.define(mf.func, mf.linkage, None).unwrap();
     }
@@ -628,7 +630,7 @@ fn a_wrong_merge_is_reported() {
 fn a_call_to_a_dropped_function_is_reported() {
     // The merged module lost %b but %c still calls it.
     let original = module_from_text(TWO_EQUAL, &[]);
-    let mut broken = Module::new();
+    let mut broken = ClifModule::new();
     for mf in original.functions() {
         if mf.name.to_string() != "%b" {
             broken.define(mf.func.clone(), mf.linkage, None).unwrap();

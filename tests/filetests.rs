@@ -7,12 +7,12 @@
 //! output. The emitted CLIF must also read back and verify.
 
 use clif_merge::read::{ReadOptions, read_module_text};
-use clif_merge::{Linkage, Mode, emit, merge_module, report};
+use clif_merge::{Mode, SymbolLinkage, emit, merge_module, report};
 use std::path::{Path, PathBuf};
 
 struct TestOptions {
     mode: Mode,
-    default_linkage: Linkage,
+    default_linkage: SymbolLinkage,
 }
 
 fn parse_test_line(text: &str) -> Result<TestOptions, String> {
@@ -27,7 +27,7 @@ fn parse_test_line(text: &str) -> Result<TestOptions, String> {
     }
     let mut options = TestOptions {
         mode: Mode::Safe,
-        default_linkage: Linkage::Export,
+        default_linkage: SymbolLinkage::Export,
     };
     for word in words {
         match word.split_once('=') {
@@ -36,7 +36,7 @@ fn parse_test_line(text: &str) -> Result<TestOptions, String> {
             }
             Some(("default-linkage", l)) => {
                 options.default_linkage =
-                    Linkage::from_keyword(l).ok_or(format!("unknown linkage `{l}`"))?
+                    SymbolLinkage::from_keyword(l).ok_or(format!("unknown linkage `{l}`"))?
             }
             _ => return Err(format!("unknown option `{word}`")),
         }

@@ -34,7 +34,7 @@
 
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::read::read_module_text;
-use clif_merge::{Linkage, Mode, Module, ReadOptions, emit, merge_module, report};
+use clif_merge::{ClifModule, Mode, ReadOptions, SymbolLinkage, emit, merge_module, report};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -43,11 +43,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-const LINKAGES: [Linkage; 4] = [
-    Linkage::Export,
-    Linkage::Hidden,
-    Linkage::Local,
-    Linkage::Preemptible,
+const LINKAGES: [SymbolLinkage; 4] = [
+    SymbolLinkage::Export,
+    SymbolLinkage::Hidden,
+    SymbolLinkage::Local,
+    SymbolLinkage::Preemptible,
 ];
 /// The wall-time budget when `FUZZ_LOOP_ITERS` is not set.
 const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
@@ -638,7 +638,7 @@ fn mutant(
     corpus: &[(String, Vec<u8>)],
     seed: u64,
     index: u64,
-) -> (String, Vec<String>, Vec<u8>, Linkage) {
+) -> (String, Vec<String>, Vec<u8>, SymbolLinkage) {
     let mut rng = Rng::new(seed, index);
     let (name, original) = rng.pick(corpus);
     let mut bytes = original.clone();
@@ -708,7 +708,7 @@ enum Outcome {
     Merged { anything: bool, remerged_more: bool },
 }
 
-fn read_module(file: &Path, text: &str, linkage: Linkage) -> Result<Module, String> {
+fn read_module(file: &Path, text: &str, linkage: SymbolLinkage) -> Result<ClifModule, String> {
     let options = ReadOptions {
         default_linkage: linkage,
         verify: true,
@@ -718,7 +718,7 @@ fn read_module(file: &Path, text: &str, linkage: Linkage) -> Result<Module, Stri
 
 /// What the command does with one input, with the checks; `Err` is a contract violation
 /// (a panic is caught by the caller).
-fn run_pipeline(bytes: &[u8], linkage: Linkage, scratch: &Path) -> Result<Outcome, String> {
+fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<Outcome, String> {
     let file = Path::new("mutant.clif");
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
@@ -767,9 +767,9 @@ fn run_pipeline(bytes: &[u8], linkage: Linkage, scratch: &Path) -> Result<Outcom
             .map_err(|e| format!("{mode:?}: the JSON report does not parse: {e}\n{json}"))?;
         let _ = report::to_text(&merge_report, None);
         let clif = emit::module_to_clif(&merged);
-        let back = read_module(Path::new("emitted.clif"), &clif, Linkage::Export)
+        let back = read_module(Path::new("emitted.clif"), &clif, SymbolLinkage::Export)
             .map_err(|e| format!("{mode:?}: the emitted CLIF does not read back: {e}\n{clif}"))?;
-        let names = |m: &Module| -> Vec<(String, Linkage)> {
+        let names = |m: &ClifModule| -> Vec<(String, SymbolLinkage)> {
             m.functions()
                 .iter()
                 .map(|f| (f.name.to_string(), f.linkage))
@@ -1018,7 +1018,7 @@ fn assert_no_panic(text: &str) {
 
 /// Asserts that `text` is an input error naming the file, and that nothing panics.
 fn assert_input_error(text: &str) {
-    let err = read_module(Path::new("found.clif"), text, Linkage::Export).unwrap_err();
+    let err = read_module(Path::new("found.clif"), text, SymbolLinkage::Export).unwrap_err();
     assert!(err.starts_with("found.clif:"), "{err}\n{text}");
     assert_no_panic(text);
 }

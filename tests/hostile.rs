@@ -14,7 +14,7 @@
 //! time and memory.
 
 use clif_merge::read::read_module_text;
-use clif_merge::{MergeReport, Mode, Module, ReadOptions, emit, merge_module};
+use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, emit, merge_module};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -93,7 +93,7 @@ fn small_fn(out: &mut String, name: &str, k: i64, shift: u32, op: &str) {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-fn read(text: &str) -> Result<Module, String> {
+fn read(text: &str) -> Result<ClifModule, String> {
     read_module_text(Path::new("hostile.clif"), text, ReadOptions::default())
         .map_err(|e| e.to_string())
 }

@@ -38,7 +38,9 @@ use clif_merge::emit::object::{
 };
 use clif_merge::module::addresses_named;
 use clif_merge::read::read_files;
-use clif_merge::{Action, FuncName, Linkage, MergeReport, Mode, Module, ReadOptions, merge_module};
+use clif_merge::{
+    Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SymbolLinkage, merge_module,
+};
 use cranelift_codegen::ir::{self, InstructionData, types};
 use cranelift_codegen::isa::CallConv;
 use object::read::elf::{ElfFile64, SectionHeader as _};
@@ -233,7 +235,7 @@ fn data_path(name: &str) -> PathBuf {
         .join(format!("{name}.clif"))
 }
 
-fn load(name: &str) -> Module {
+fn load(name: &str) -> ClifModule {
     read_files(&[data_path(name)], ReadOptions::default())
         .unwrap_or_else(|e| panic!("cannot read {name}.clif: {e}"))
 }
@@ -251,12 +253,12 @@ fn options(triple: &str, mode: Mode, function_sections: bool, fold: bool) -> Obj
 /// A module merged in one mode and compiled.
 struct Built {
     report: MergeReport,
-    merged: Module,
+    merged: ClifModule,
     object: ObjectOutput,
 }
 
 /// The reference: the module compiled as it is, without merging or folding.
-fn build_reference(module: &Module, triple: &str, function_sections: bool) -> ObjectOutput {
+fn build_reference(module: &ClifModule, triple: &str, function_sections: bool) -> ObjectOutput {
     write_object(
         module,
         0,
@@ -265,7 +267,7 @@ fn build_reference(module: &Module, triple: &str, function_sections: bool) -> Ob
     .unwrap_or_else(|e| panic!("cannot write the reference object for {triple}: {e:#}"))
 }
 
-fn build_merged(module: &Module, mode: Mode, triple: &str, function_sections: bool) -> Built {
+fn build_merged(module: &ClifModule, mode: Mode, triple: &str, function_sections: bool) -> Built {
     let mut merged = module.clone();
     let (report, _) = merge_module(&mut merged, mode);
     let removed = report
@@ -302,7 +304,7 @@ fn ir_actions(report: &MergeReport) -> BTreeMap<String, (Action, String)> {
 
 /// Every name of the input that may get a symbol: functions and aliases, with their linkage
 /// and whether they are aliases.
-fn input_names(module: &Module) -> Vec<(FuncName, Linkage, bool)> {
+fn input_names(module: &ClifModule) -> Vec<(FuncName, SymbolLinkage, bool)> {
     let mut names: Vec<_> = module
         .functions()
         .iter()
@@ -394,7 +396,7 @@ impl CSig {
 struct Callee {
     symbol: String,
     sig: CSig,
-    linkage: Linkage,
+    linkage: SymbolLinkage,
     role: Role,
 }
 
@@ -440,21 +442,21 @@ impl DriverPlan {
     fn overrides(&self, name: &str, override_preemptible: bool) -> bool {
         override_preemptible
             && self.callees.iter().any(|c| {
-                c.symbol == name && c.linkage == Linkage::Preemptible && c.sig.ret.is_some()
+                c.symbol == name && c.linkage == SymbolLinkage::Preemptible && c.sig.ret.is_some()
             })
     }
 
     fn has_preemptible(&self) -> bool {
         self.callees
             .iter()
-            .any(|c| c.linkage == Linkage::Preemptible && c.sig.ret.is_some())
+            .any(|c| c.linkage == SymbolLinkage::Preemptible && c.sig.ret.is_some())
     }
 }
 
-fn plan_driver(module: &Module) -> DriverPlan {
-    let mut visible: BTreeMap<FuncName, (Linkage, ir::Signature)> = BTreeMap::new();
+fn plan_driver(module: &ClifModule) -> DriverPlan {
+    let mut visible: BTreeMap<FuncName, (SymbolLinkage, ir::Signature)> = BTreeMap::new();
     for f in module.functions() {
-        if f.linkage != Linkage::Local {
+        if f.linkage != SymbolLinkage::Local {
             visible.insert(f.name.clone(), (f.linkage, f.func.signature.clone()));
         }
     }
@@ -462,7 +464,7 @@ fn plan_driver(module: &Module) -> DriverPlan {
         let target = module
             .resolve(&a.target)
             .expect("an alias names a defined function");
-        if a.linkage != Linkage::Local {
+        if a.linkage != SymbolLinkage::Local {
             visible.insert(
                 a.name.clone(),
                 (a.linkage, module.function(target).func.signature.clone()),
@@ -1152,19 +1154,19 @@ fn check_thunk(
 }
 
 /// Binding and visibility for a linkage.
-fn check_binding(name: &str, sym: &Sym, linkage: Linkage) {
+fn check_binding(name: &str, sym: &Sym, linkage: SymbolLinkage) {
     let (scope, weak) = match linkage {
-        Linkage::Export => (SymbolScope::Dynamic, false),
-        Linkage::Hidden => (SymbolScope::Linkage, false),
-        Linkage::Local => (SymbolScope::Compilation, false),
-        Linkage::Preemptible => (SymbolScope::Dynamic, true),
+        SymbolLinkage::Export => (SymbolScope::Dynamic, false),
+        SymbolLinkage::Hidden => (SymbolScope::Linkage, false),
+        SymbolLinkage::Local => (SymbolScope::Compilation, false),
+        SymbolLinkage::Preemptible => (SymbolScope::Dynamic, true),
     };
     assert_eq!(sym.scope, scope, "{name} ({linkage:?}): symbol scope");
     assert_eq!(sym.weak, weak, "{name} ({linkage:?}): weak binding");
 }
 
 /// The unmerged object: every function has its symbol, and nothing is folded.
-fn check_reference(module: &Module, reference: &ObjectOutput) {
+fn check_reference(module: &ClifModule, reference: &ObjectOutput) {
     let r = &reference.report;
     assert_eq!(
         (r.removed, r.folded_machine_code),
@@ -1194,7 +1196,7 @@ fn symbol_prefix(file: &object::File) -> &'static str {
 
 /// Every symbol fact of a merged object.
 fn check_symbols(
-    original: &Module,
+    original: &ClifModule,
     built: &Built,
     mode: Mode,
     arch: Arch,
@@ -1236,7 +1238,7 @@ fn check_symbols(
                 let id = original.resolve(&name).unwrap();
                 assert!(
                     !is_alias
-                        && linkage == Linkage::Local
+                        && linkage == SymbolLinkage::Local
                         && !taken[id.index()]
                         && mode != Mode::Thunks,
                     "{clif} ({linkage:?}) has no symbol in mode {mode:?}"
@@ -1297,7 +1299,7 @@ fn check_symbols(
         .collect();
     for (clif, symbol) in &report.symbols {
         if !inputs.contains(clif) {
-            check_binding(symbol, &syms[symbol], Linkage::Local);
+            check_binding(symbol, &syms[symbol], SymbolLinkage::Local);
         }
     }
 
@@ -1373,7 +1375,7 @@ fn check_symbols(
 
 fn check_addrsig(
     bytes: &[u8],
-    merged: &Module,
+    merged: &ClifModule,
     report: &clif_merge::emit::object::ObjectReport,
     function_sections: bool,
 ) {
@@ -1592,10 +1594,10 @@ fn binutils_case(module_name: &str, mode: Mode, arch: Arch) {
         let s = one(&symbol);
         assert_eq!(s.kind, "FUNC", "{context}: {symbol} type");
         let (bind, vis, letter) = match linkage {
-            Linkage::Export => ("GLOBAL", "DEFAULT", 'T'),
-            Linkage::Hidden => ("GLOBAL", "HIDDEN", 'T'),
-            Linkage::Local => ("LOCAL", "DEFAULT", 't'),
-            Linkage::Preemptible => ("WEAK", "DEFAULT", 'W'),
+            SymbolLinkage::Export => ("GLOBAL", "DEFAULT", 'T'),
+            SymbolLinkage::Hidden => ("GLOBAL", "HIDDEN", 'T'),
+            SymbolLinkage::Local => ("LOCAL", "DEFAULT", 't'),
+            SymbolLinkage::Preemptible => ("WEAK", "DEFAULT", 'W'),
         };
         assert_eq!(
             (s.bind.as_str(), s.vis.as_str()),

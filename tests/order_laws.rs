@@ -22,7 +22,7 @@ mod common;
 
 use clif_merge::compare::{Fingerprint, FingerprintWriter, IdentityResolver, hash};
 use clif_merge::merge::{Mode, PassTimes, find_classes};
-use clif_merge::{Linkage, Module};
+use clif_merge::{ClifModule, SymbolLinkage};
 use common::canon::{canonical, canonical_with_names};
 use common::generator::{
     Callee, Choices, GenConfig, assert_valid, fixed_externals, generate, generate_with,
@@ -368,7 +368,7 @@ mutation_tests! {
 ///   different only through its callees' classes: the refinement must split it off);
 /// - `p_i`: `f_i` renumbered, calling `k_j` (two levels of refinement).
 struct GeneratedModule {
-    functions: Vec<(Function, Linkage)>,
+    functions: Vec<(Function, SymbolLinkage)>,
     k: usize,
     /// Which `h`s differ from their `f` (a control-flow mutation may give an isomorphic one).
     h_differs: Vec<bool>,
@@ -400,12 +400,16 @@ fn generate_module(data: &[u32]) -> GeneratedModule {
     let mut ch = Choices::new(data);
     let k = 2 + ch.below(3);
     let sigs: Vec<_> = (0..k).map(|_| random_signature(&mut ch, true)).collect();
-    let linkages: Vec<Linkage> = (0..k)
+    let linkages: Vec<SymbolLinkage> = (0..k)
         .map(|_| {
             if ch.chance(25) {
-                ch.pick(&[Linkage::Hidden, Linkage::Local, Linkage::Preemptible])
+                ch.pick(&[
+                    SymbolLinkage::Hidden,
+                    SymbolLinkage::Local,
+                    SymbolLinkage::Preemptible,
+                ])
             } else {
-                Linkage::Export
+                SymbolLinkage::Export
             }
         })
         .collect();
@@ -437,7 +441,7 @@ fn generate_module(data: &[u32]) -> GeneratedModule {
         assert_valid(&f, "module function");
         fs.push(f);
     }
-    let mut functions: Vec<(Function, Linkage)> =
+    let mut functions: Vec<(Function, SymbolLinkage)> =
         fs.iter().cloned().zip(linkages.iter().copied()).collect();
     for i in 0..k {
         let g = redirected_copy(&fs[i], format!("g{i}"), 'g', &mut ch);
@@ -468,8 +472,12 @@ fn generate_module(data: &[u32]) -> GeneratedModule {
 
 type NamedClasses = BTreeSet<BTreeSet<String>>;
 
-fn classes_by_name(functions: &[(Function, Linkage)], order: &[usize], mode: Mode) -> NamedClasses {
-    let mut module = Module::new();
+fn classes_by_name(
+    functions: &[(Function, SymbolLinkage)],
+    order: &[usize],
+    mode: Mode,
+) -> NamedClasses {
+    let mut module = ClifModule::new();
     for &i in order {
         let (f, linkage) = &functions[i];
         module.define(f.clone(), *linkage, None).unwrap();
@@ -490,14 +498,14 @@ fn classes_by_name(functions: &[(Function, Linkage)], order: &[usize], mode: Mod
 /// canonical texts. Start with every function in one class; repeatedly group the functions by
 /// their canonical text in which each call to a (non-preemptible) module function names the
 /// callee's current class; stop when the number of classes stops growing. This gives the
-/// coarsest stable partition, the greatest solution `merge` documents. (Module functions are
+/// coarsest stable partition, the greatest solution `merge` documents. (ClifModule functions are
 /// only called here, never have their address taken, so the mode does not matter.)
-fn expected_classes(functions: &[(Function, Linkage)]) -> NamedClasses {
+fn expected_classes(functions: &[(Function, SymbolLinkage)]) -> NamedClasses {
     let names: Vec<String> = functions
         .iter()
         .map(|(f, _)| f.name.to_string().trim_start_matches('%').to_string())
         .collect();
-    let by_class: std::collections::HashMap<&str, Linkage> = names
+    let by_class: std::collections::HashMap<&str, SymbolLinkage> = names
         .iter()
         .zip(functions)
         .map(|(n, (_, l))| (n.as_str(), *l))
@@ -510,7 +518,9 @@ fn expected_classes(functions: &[(Function, Linkage)]) -> NamedClasses {
         let mut next_class = std::collections::HashMap::new();
         for (name, (f, _)) in names.iter().zip(functions) {
             let text = canonical_with_names(f, &|callee: &str| match by_class.get(callee) {
-                Some(l) if *l != Linkage::Preemptible => format!("<class {}>", class_of[callee]),
+                Some(l) if *l != SymbolLinkage::Preemptible => {
+                    format!("<class {}>", class_of[callee])
+                }
                 _ => callee.to_string(),
             });
             let n = ids.len();
@@ -552,7 +562,7 @@ proptest! {
         let mut reversed = identity.clone();
         reversed.reverse();
         let oracle = expected_classes(&gm.functions);
-        let no_preemptible = gm.functions.iter().all(|(_, l)| *l != Linkage::Preemptible);
+        let no_preemptible = gm.functions.iter().all(|(_, l)| *l != SymbolLinkage::Preemptible);
         for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
             let expected = classes_by_name(&gm.functions, &identity, mode);
             prop_assert_eq!(

@@ -11,7 +11,7 @@
 mod common;
 
 use clif_merge::read::read_module_text;
-use clif_merge::{Linkage, Module, ModuleFunction, ReadOptions, compare, emit};
+use clif_merge::{ClifModule, ModuleFunction, ReadOptions, SymbolLinkage, compare, emit};
 use common::clif_files;
 use common::r#gen::{
     Choices, GenConfig, assert_valid, external_name, generate_with, pseudo_random_choices,
@@ -27,11 +27,11 @@ use std::path::Path;
 
 /// Emits `module`, reads it back and checks that it is the same module and that a second emit
 /// is byte-identical; returns the first emitted text.
-fn assert_round_trip(what: &str, module: &Module) -> String {
+fn assert_round_trip(what: &str, module: &ClifModule) -> String {
     let first = emit::module_to_clif(module);
     let back = read_module_text(Path::new("emitted.clif"), &first, ReadOptions::default())
         .unwrap_or_else(|e| panic!("{what}: the emitted CLIF does not read back: {e}\n{first}"));
-    let summary = |m: &Module| -> Vec<(String, Linkage)> {
+    let summary = |m: &ClifModule| -> Vec<(String, SymbolLinkage)> {
         m.functions()
             .iter()
             .map(|f: &ModuleFunction| (f.name.to_string(), f.linkage))
@@ -168,7 +168,7 @@ fn generated_modules_with_every_entity_round_trip() {
     for case in 0..64 {
         let data = pseudo_random_choices(&mut seed, 4096);
         let mut ch = Choices::new(&data);
-        let mut module = Module::new();
+        let mut module = ClifModule::new();
         for i in 0..4 {
             let config = GenConfig {
                 name: UserFuncName::testcase(format!("f{i}")),
@@ -177,7 +177,7 @@ fn generated_modules_with_every_entity_round_trip() {
             let mut func = generate_with(&mut ch, &config);
             add_entities(&mut func, &mut ch);
             assert_valid(&func, "a generated function with every entity");
-            module.define(func, Linkage::Export, None).unwrap();
+            module.define(func, SymbolLinkage::Export, None).unwrap();
         }
         let text = try_call_function("t", &mut ch);
         let with_try_call = read_module_text(Path::new("t.clif"), &text, ReadOptions::default())

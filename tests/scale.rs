@@ -20,7 +20,7 @@ use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{InstBuilder, UserFuncName, types::I64};
 
 use clif_merge::merge::find_classes;
-use clif_merge::{Linkage, Mode, Module, PassTimes, ReadOptions, read_files};
+use clif_merge::{ClifModule, Mode, PassTimes, ReadOptions, SymbolLinkage, read_files};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -96,7 +96,7 @@ fn found_classes(clif: &Path) -> BTreeSet<Class> {
     classes_of(&module)
 }
 
-fn classes_of(module: &Module) -> BTreeSet<Class> {
+fn classes_of(module: &ClifModule) -> BTreeSet<Class> {
     let classes = find_classes(module, Mode::Safe, &mut PassTimes::default());
     classes
         .classes
@@ -131,9 +131,9 @@ fn check(args: &[&str]) {
 /// A module of `n` distinct random functions (`b<i>`; each holds a dead `iconst` of its own
 /// index, so no two are equal) where about `dup_percent` of them have one to three renumbered
 /// copies (`b<i>_c<k>`); returns it with the planted classes.
-fn own_module(n: usize, dup_percent: u32, seed: u64) -> (Module, BTreeSet<Class>) {
+fn own_module(n: usize, dup_percent: u32, seed: u64) -> (ClifModule, BTreeSet<Class>) {
     let mut seed = seed;
-    let mut module = Module::new();
+    let mut module = ClifModule::new();
     let mut planted = BTreeSet::new();
     for i in 0..n {
         let data = pseudo_random_choices(&mut seed, 512);
@@ -154,13 +154,13 @@ fn own_module(n: usize, dup_percent: u32, seed: u64) -> (Module, BTreeSet<Class>
                 let mut copy = renumber(&func, &mut ch);
                 let copy_name = format!("{name}_c{k}");
                 copy.name = UserFuncName::testcase(&copy_name);
-                module.define(copy, Linkage::Export, None).unwrap();
+                module.define(copy, SymbolLinkage::Export, None).unwrap();
                 class.push(copy_name);
             }
             class.sort();
             planted.insert(class);
         }
-        module.define(func, Linkage::Export, None).unwrap();
+        module.define(func, SymbolLinkage::Export, None).unwrap();
     }
     (module, planted)
 }

@@ -18,18 +18,18 @@
 pub mod common;
 
 use clif_merge::read::read_module_text;
-use clif_merge::{Alias, FuncName, Linkage, Mode, Module, ReadOptions, emit, merge_module, report};
+use clif_merge::{Alias, FuncName, SymbolLinkage, Mode, ClifModule, ReadOptions, emit, merge_module, report};
 use common::generator::{Callee, Choices, GenConfig, fixed_externals, generate_with};
 use common::mutate::{ALL_KINDS, mutate_one_field, renumber};
 use cranelift_codegen::ir::{ExternalName, Function, UserFuncName};
 use std::path::Path;
 
 pub const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-pub const LINKAGES: [Linkage; 4] = [
-    Linkage::Export,
-    Linkage::Hidden,
-    Linkage::Local,
-    Linkage::Preemptible,
+pub const LINKAGES: [SymbolLinkage; 4] = [
+    SymbolLinkage::Export,
+    SymbolLinkage::Hidden,
+    SymbolLinkage::Local,
+    SymbolLinkage::Preemptible,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ pub fn known_bug(text: &str) -> bool {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-fn read_module(file: &Path, text: &str, linkage: Linkage) -> Result<Module, String> {
+fn read_module(file: &Path, text: &str, linkage: SymbolLinkage) -> Result<ClifModule, String> {
     let options = ReadOptions {
         default_linkage: linkage,
         verify: true,
@@ -110,7 +110,7 @@ pub fn check_text(bytes: &[u8]) {
     }
 }
 
-fn names_and_linkages(m: &Module) -> Vec<(String, Linkage)> {
+fn names_and_linkages(m: &ClifModule) -> Vec<(String, SymbolLinkage)> {
     m.functions()
         .iter()
         .map(|f| (f.name.to_string(), f.linkage))
@@ -118,7 +118,7 @@ fn names_and_linkages(m: &Module) -> Vec<(String, Linkage)> {
 }
 
 /// Merges `module` in every mode; the reports and the emitted CLIF must be consistent.
-pub fn check_module(module: &Module) {
+pub fn check_module(module: &ClifModule) {
     for mode in MODES {
         let mut merged = module.clone();
         let (merge_report, _) = merge_module(&mut merged, mode);
@@ -132,7 +132,7 @@ pub fn check_module(module: &Module) {
         let _ = report::to_text(&merge_report, None);
         let clif = emit::module_to_clif(&merged);
         let back =
-            read_module(Path::new("emitted.clif"), &clif, Linkage::Export).unwrap_or_else(|e| {
+            read_module(Path::new("emitted.clif"), &clif, SymbolLinkage::Export).unwrap_or_else(|e| {
                 panic!("{mode:?}: the emitted CLIF does not read back: {e}\n{clif}")
             });
         assert_eq!(
@@ -178,7 +178,7 @@ fn retarget_calls(f: &mut Function, prefix: &str) {
 /// then members derived from them: `%c<i>` renumbered copies, `%r<i>` renumbered copies calling
 /// the `%c`s (equal only through the refinement of classes), `%m<i>` copies with one field
 /// mutated. Each gets a linkage, and some get aliases.
-pub fn generated_module(data: &[u32]) -> Module {
+pub fn generated_module(data: &[u32]) -> ClifModule {
     let mut ch = Choices::new(data);
     let bases = 1 + ch.below(4);
     let sigs: Vec<_> = (0..bases)
@@ -228,13 +228,13 @@ pub fn generated_module(data: &[u32]) -> Module {
             }
         }
     }
-    let mut module = Module::new();
+    let mut module = ClifModule::new();
     let mut names = Vec::new();
     for f in functions {
         let linkage = if ch.chance(40) {
             LINKAGES[ch.below(LINKAGES.len())]
         } else {
-            Linkage::Export
+            SymbolLinkage::Export
         };
         names.push(FuncName::of_function(&f));
         // A name the generator made twice is skipped.
@@ -258,7 +258,7 @@ pub fn check_generated(data: &[u32]) {
     let module = generated_module(data);
     check_module(&module);
     let clif = emit::module_to_clif(&module);
-    let back = read_module(Path::new("generated.clif"), &clif, Linkage::Export)
+    let back = read_module(Path::new("generated.clif"), &clif, SymbolLinkage::Export)
         .unwrap_or_else(|e| panic!("a generated module does not read back: {e}\n{clif}"));
     check_module(&back);
 }

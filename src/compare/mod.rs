@@ -88,7 +88,7 @@
 
 pub mod hash;
 
-use crate::module::FuncId;
+use crate::module::FunctionId;
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::{
     self, AbiParam, ArgumentExtension, ArgumentPurpose, Block, BlockArg, BlockCall, ExceptionTable,
@@ -115,7 +115,7 @@ pub enum NameKey {
     /// By its text: equal only to the same name.
     Identity,
     /// As a module function: equal to any function of the same class.
-    Class(FuncId),
+    Class(FunctionId),
 }
 
 /// Decides how names are compared; the merge driver's resolver knows the module and the mode.
@@ -143,8 +143,8 @@ impl Resolver for IdentityResolver {
 pub struct Fingerprint {
     /// Every field in walk order (see the module docs).
     pub tokens: Vec<u32>,
-    /// Module functions referred to by class, in walk order; each left a `CLASS_REF` token.
-    pub class_refs: Vec<FuncId>,
+    /// ClifModule functions referred to by class, in walk order; each left a `CLASS_REF` token.
+    pub class_refs: Vec<FunctionId>,
 }
 
 impl Fingerprint {
@@ -168,7 +168,11 @@ impl Fingerprint {
     }
 
     /// The order of two fingerprints when every class reference `r` stands for `class_of(r)`.
-    pub fn compare_with(&self, other: &Fingerprint, class_of: impl Fn(FuncId) -> u32) -> Ordering {
+    pub fn compare_with(
+        &self,
+        other: &Fingerprint,
+        class_of: impl Fn(FunctionId) -> u32,
+    ) -> Ordering {
         self.tokens.cmp(&other.tokens).then_with(|| {
             let left = self.class_refs.iter().map(|&f| class_of(f));
             let right = other.class_refs.iter().map(|&f| class_of(f));
@@ -247,7 +251,7 @@ impl<K: cranelift_codegen::entity::EntityRef> SerialNumbers<K> {
 /// allocates only for the fingerprints themselves.
 pub struct FingerprintWriter {
     tokens: Vec<u32>,
-    class_refs: Vec<FuncId>,
+    class_refs: Vec<FunctionId>,
     values: SerialNumbers<Value>,
     blocks: SerialNumbers<Block>,
     to_visit: Vec<Block>,

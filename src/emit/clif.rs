@@ -6,7 +6,7 @@
 //! module order, printed by Cranelift's own writer, with corrections so that what is written reads
 //! back as the same function ([`ExactWriter`]).
 
-use crate::module::{Linkage, Module};
+use crate::module::{ClifModule, SymbolLinkage};
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{
@@ -17,16 +17,16 @@ use cranelift_codegen::write::{FuncWriter, PlainWriter, decorate_function};
 use std::fmt::{self, Write};
 
 /// The module as CLIF text.
-pub fn module_to_clif(module: &Module) -> String {
+pub fn module_to_clif(module: &ClifModule) -> String {
     let mut out = String::new();
     for mf in module.functions() {
-        if mf.linkage != Linkage::Export {
+        if mf.linkage != SymbolLinkage::Export {
             let _ = writeln!(out, "; linkage: {} {}", mf.name, mf.linkage.keyword());
         }
     }
     for alias in module.aliases() {
         let _ = writeln!(out, "; alias: {} = {}", alias.name, alias.target);
-        if alias.linkage != Linkage::Export {
+        if alias.linkage != SymbolLinkage::Export {
             let _ = writeln!(out, "; linkage: {} {}", alias.name, alias.linkage.keyword());
         }
     }

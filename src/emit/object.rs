@@ -25,7 +25,7 @@
 use crate::compare::{Fingerprint, hash};
 use crate::merge::actions::{Action, action_for, is_forwarding_thunk, kept_order};
 use crate::merge::{Mode, refine_classes};
-use crate::module::{FuncId, FuncName, Linkage, Module};
+use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
 use anyhow::{Context as _, Result, anyhow, bail};
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::control::ControlPlane;
@@ -167,7 +167,7 @@ fn build_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa> {
 /// What a slot stands for.
 #[derive(Clone, Debug)]
 enum SlotKind {
-    Defined(FuncId),
+    Defined(FunctionId),
     /// An alias: the name of its target.
     Alias(FuncName),
     Import,
@@ -177,7 +177,7 @@ enum SlotKind {
 struct Slot {
     name: FuncName,
     kind: SlotKind,
-    linkage: Linkage,
+    linkage: SymbolLinkage,
     signature: cranelift_codegen::ir::Signature,
 }
 
@@ -189,7 +189,7 @@ struct Slots {
 }
 
 impl Slots {
-    fn new(module: &Module) -> Slots {
+    fn new(module: &ClifModule) -> Slots {
         let mut slots = Slots {
             slots: Vec::new(),
             index: FxHashMap::default(),
@@ -197,7 +197,7 @@ impl Slots {
         for (i, mf) in module.functions().iter().enumerate() {
             slots.add(Slot {
                 name: mf.name.clone(),
-                kind: SlotKind::Defined(FuncId(i as u32)),
+                kind: SlotKind::Defined(FunctionId(i as u32)),
                 linkage: mf.linkage,
                 signature: mf.func.signature.clone(),
             });
@@ -244,7 +244,7 @@ impl Slots {
             self.add(Slot {
                 name,
                 kind: SlotKind::Import,
-                linkage: Linkage::Export,
+                linkage: SymbolLinkage::Export,
                 signature,
             });
         }
@@ -316,7 +316,7 @@ enum Code {
 }
 
 /// Phase 2: compiles (or recognizes as a thunk) every defined function.
-fn compile_all(module: &Module, slots: &Slots, isa: &dyn isa::TargetIsa) -> Result<Vec<Code>> {
+fn compile_all(module: &ClifModule, slots: &Slots, isa: &dyn isa::TargetIsa) -> Result<Vec<Code>> {
     let mut ctx = cranelift_codegen::Context::new();
     let mut out = Vec::with_capacity(module.functions().len());
     for mf in module.functions() {
@@ -414,11 +414,11 @@ fn prologue_is_unobservable(func: &Function) -> bool {
 }
 
 /// Phase 3: folds compiled functions with identical code; returns how many were folded.
-fn fold_machine_code(module: &Module, slots: &Slots, code: &mut [Code], mode: Mode) -> usize {
+fn fold_machine_code(module: &ClifModule, slots: &Slots, code: &mut [Code], mode: Mode) -> usize {
     // A relocation to a defined, non-preemptible function compares its class; the rest compare
     // by identity. Only compiled functions take part (thunks are already minimal); preemptible
     // ones too, since only references to them must be compared by identity.
-    let foldable = |slot: u32| -> Option<FuncId> {
+    let foldable = |slot: u32| -> Option<FunctionId> {
         match slots.slots[slot as usize].kind {
             SlotKind::Defined(id)
                 if !module.function(id).linkage.is_preemptible()
@@ -514,7 +514,7 @@ fn machine_code_fingerprint(
     bytes: &[u8],
     alignment: u64,
     relocs: &[Relocation],
-    class_of: impl Fn(&Relocation, u32) -> Option<FuncId>,
+    class_of: impl Fn(&Relocation, u32) -> Option<FunctionId>,
 ) -> Fingerprint {
     let mut fp = Fingerprint::default();
     let push_text = |fp: &mut Fingerprint, text: &str| {
@@ -558,7 +558,7 @@ fn machine_code_fingerprint(
 /// Writes `module` (already merged) as an object. `removed_by_merge` is the number of functions
 /// the IR merge removed (for the report).
 pub fn write_object(
-    module: &Module,
+    module: &ClifModule,
     removed_by_merge: usize,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput> {
@@ -752,22 +752,22 @@ fn final_target(slots: &Slots, code: &[Code], mut slot: u32) -> u32 {
     slot
 }
 
-fn module_linkage(linkage: Linkage) -> cranelift_module::Linkage {
+fn module_linkage(linkage: SymbolLinkage) -> cranelift_module::Linkage {
     match linkage {
-        Linkage::Export => cranelift_module::Linkage::Export,
-        Linkage::Hidden => cranelift_module::Linkage::Hidden,
-        Linkage::Local => cranelift_module::Linkage::Local,
-        Linkage::Preemptible => cranelift_module::Linkage::Preemptible,
+        SymbolLinkage::Export => cranelift_module::Linkage::Export,
+        SymbolLinkage::Hidden => cranelift_module::Linkage::Hidden,
+        SymbolLinkage::Local => cranelift_module::Linkage::Local,
+        SymbolLinkage::Preemptible => cranelift_module::Linkage::Preemptible,
     }
 }
 
 /// Binding and visibility as cranelift-object gives them to definitions.
-fn symbol_binding(linkage: Linkage) -> (SymbolScope, bool) {
+fn symbol_binding(linkage: SymbolLinkage) -> (SymbolScope, bool) {
     match linkage {
-        Linkage::Export => (SymbolScope::Dynamic, false),
-        Linkage::Hidden => (SymbolScope::Linkage, false),
-        Linkage::Local => (SymbolScope::Compilation, false),
-        Linkage::Preemptible => (SymbolScope::Dynamic, true),
+        SymbolLinkage::Export => (SymbolScope::Dynamic, false),
+        SymbolLinkage::Hidden => (SymbolScope::Linkage, false),
+        SymbolLinkage::Local => (SymbolScope::Compilation, false),
+        SymbolLinkage::Preemptible => (SymbolScope::Dynamic, true),
     }
 }
 
@@ -810,7 +810,7 @@ fn jump_thunk(target: &Triple) -> JumpThunk {
 
 /// Slots whose address is significant: named by `func_addr` or a `symbol` global value, or
 /// aliased.
-fn address_significant(module: &Module, slots: &Slots) -> Vec<u32> {
+fn address_significant(module: &ClifModule, slots: &Slots) -> Vec<u32> {
     let taken = module.address_taken();
     let mut out: Vec<u32> = slots
         .slots

@@ -14,7 +14,9 @@
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 
 use super::{Callees, Classes, Mode};
-use crate::module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction, Symbol};
+use crate::module::{
+    Alias, ClifModule, FuncName, FunctionId, ModuleFunction, Symbol, SymbolLinkage,
+};
 use crate::parallel;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::entity::EntityRef;
@@ -78,12 +80,12 @@ pub fn kept_order(a: &ModuleFunction, b: &ModuleFunction) -> std::cmp::Ordering 
 }
 
 /// Whether `g` can disappear: only the calls we redirect can reach it.
-pub fn can_remove(mode: Mode, linkage: Linkage, address_taken: bool) -> bool {
-    mode != Mode::Thunks && linkage == Linkage::Local && !address_taken
+pub fn can_remove(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> bool {
+    mode != Mode::Thunks && linkage == SymbolLinkage::Local && !address_taken
 }
 
 /// What `g` becomes once merged.
-pub fn action_for(mode: Mode, linkage: Linkage, address_taken: bool) -> Action {
+pub fn action_for(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> Action {
     if can_remove(mode, linkage, address_taken) {
         Action::Removed
     } else if mode == Mode::Aliases {
@@ -96,10 +98,10 @@ pub fn action_for(mode: Mode, linkage: Linkage, address_taken: bool) -> Action {
 /// Where a class's body lives after the merge.
 #[derive(Clone, Debug)]
 enum Kept {
-    Member(FuncId),
+    Member(FunctionId),
     /// A local copy of `of`'s body under a new name (every member was preemptible).
     PrivateCopy {
-        of: FuncId,
+        of: FunctionId,
         name: FuncName,
     },
 }
@@ -107,11 +109,11 @@ enum Kept {
 /// The decision for one class.
 struct ClassPlan {
     kept: Kept,
-    replaced: Vec<(FuncId, Action)>,
+    replaced: Vec<(FunctionId, Action)>,
 }
 
 impl ClassPlan {
-    fn kept_name<'m>(&'m self, module: &'m Module) -> &'m FuncName {
+    fn kept_name<'m>(&'m self, module: &'m ClifModule) -> &'m FuncName {
         match &self.kept {
             Kept::Member(id) => &module.function(*id).name,
             Kept::PrivateCopy { name, .. } => name,
@@ -121,7 +123,7 @@ impl ClassPlan {
 
 /// Decides and applies the merges of `classes`; returns the report.
 pub(crate) fn apply(
-    module: &mut Module,
+    module: &mut ClifModule,
     classes: &Classes,
     callees: &Callees,
     mode: Mode,
@@ -135,13 +137,13 @@ pub(crate) fn apply(
     report
 }
 
-fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
+fn decide(module: &ClifModule, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
     // Only a local function's action depends on whether its address is taken.
     let any_local = classes
         .classes
         .iter()
         .flatten()
-        .any(|&f| module.function(f).linkage == Linkage::Local);
+        .any(|&f| module.function(f).linkage == SymbolLinkage::Local);
     let address_taken = if any_local {
         module.address_taken()
     } else {
@@ -180,19 +182,19 @@ fn decide(module: &Module, classes: &Classes, mode: Mode) -> Vec<ClassPlan> {
 /// One class's decision, before private copies are named.
 struct ClassDecision {
     /// The first member by [`kept_order`].
-    first: FuncId,
+    first: FunctionId,
     /// Whether the body must go to a private copy (the first is preemptible, so all are).
     private_copy: bool,
     /// What becomes of the others.
-    replaced: Vec<(FuncId, Action)>,
+    replaced: Vec<(FunctionId, Action)>,
 }
 
 /// One class's decision; None when nothing would change.
 fn decide_class(
-    module: &Module,
+    module: &ClifModule,
     mode: Mode,
     address_taken: &[bool],
-    members: &[FuncId],
+    members: &[FunctionId],
 ) -> Option<ClassDecision> {
     let mut members = members.to_vec();
     // The first by `kept_order` goes to the front; the order of the others does not matter
@@ -207,7 +209,7 @@ fn decide_class(
     if !private_copy {
         members.remove(0);
     }
-    let replaced: Vec<(FuncId, Action)> = members
+    let replaced: Vec<(FunctionId, Action)> = members
         .into_iter()
         .map(|g| {
             let linkage = module.function(g).linkage;
@@ -228,7 +230,7 @@ fn decide_class(
 
 /// Every name the module defines or refers to: a new name must be none of them, or a call to an
 /// imported function could end up calling the new one.
-fn names_in_use(module: &Module) -> FxHashSet<FuncName> {
+fn names_in_use(module: &ClifModule) -> FxHashSet<FuncName> {
     let mut names: FxHashSet<FuncName> = FxHashSet::default();
     for mf in module.functions() {
         names.insert(mf.name.clone());
@@ -309,7 +311,7 @@ fn private_name(of: &FuncName, taken: &mut FxHashSet<FuncName>) -> FuncName {
     candidate
 }
 
-fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
+fn report(module: &ClifModule, plans: &[ClassPlan]) -> MergeReport {
     let mut classes: Vec<(FuncName, MergedClass)> = parallel::map(
         plans,
         || (),
@@ -343,14 +345,14 @@ fn report(module: &Module, plans: &[ClassPlan]) -> MergeReport {
     }
 }
 
-fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
+fn rewrite(module: &mut ClifModule, callees: &Callees, plans: &[ClassPlan]) {
     // Phase 1 of 3: what each function becomes, and where calls go (both by plan index).
     let n = module.functions().len();
     let kept_names: Vec<FuncName> = plans.iter().map(|p| p.kept_name(module).clone()).collect();
     let mut action_of: Vec<Option<(Action, u32)>> = vec![None; n];
     let mut redirect: Vec<Option<u32>> = vec![None; n];
     // Private copies, each with the function it copies and the one it goes before.
-    let mut copies: Vec<(FuncId, FuncId, ModuleFunction)> = Vec::new();
+    let mut copies: Vec<(FunctionId, FunctionId, ModuleFunction)> = Vec::new();
     for (p, plan) in plans.iter().enumerate() {
         for &(g, action) in &plan.replaced {
             action_of[g.index()] = Some((action, p as u32));
@@ -367,7 +369,7 @@ fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
             let copy = ModuleFunction {
                 name: name.clone(),
                 func,
-                linkage: Linkage::Local,
+                linkage: SymbolLinkage::Local,
                 origin: original.origin.clone(),
             };
             copies.push((*of, before, copy));
@@ -376,13 +378,17 @@ fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
     let redirects: Vec<Vec<(FuncRef, &FuncName)>> = parallel::map(
         module.functions(),
         || (),
-        |_, i, _| redirects_in(callees.of(FuncId(i as u32)), &redirect, &kept_names),
+        |_, i, _| redirects_in(callees.of(FunctionId(i as u32)), &redirect, &kept_names),
     );
-    let takes_address = |f: FuncId| callees.takes_address(f);
+    let takes_address = |f: FunctionId| callees.takes_address(f);
 
     // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
     parallel::for_each_mut(module.functions_mut(), |i, mf| match action_of[i] {
-        None => redirect_calls(&mut mf.func, &redirects[i], takes_address(FuncId(i as u32))),
+        None => redirect_calls(
+            &mut mf.func,
+            &redirects[i],
+            takes_address(FunctionId(i as u32)),
+        ),
         Some((Action::Thunk, p)) => {
             let f = &kept_names[p as usize];
             // In place only for small bodies: a cleared function keeps the capacity of its
@@ -402,7 +408,7 @@ fn rewrite(module: &mut Module, callees: &Callees, plans: &[ClassPlan]) {
             Some((Action::Removed, _)) => gone[i] = true,
             Some((Action::Alias, p)) => {
                 gone[i] = true;
-                let mf = module.function(FuncId(i as u32));
+                let mf = module.function(FunctionId(i as u32));
                 new_aliases.push(Alias {
                     name: mf.name.clone(),
                     target: kept_names[p as usize].clone(),

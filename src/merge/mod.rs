@@ -38,7 +38,7 @@
 pub mod actions;
 
 use crate::compare::{self, Fingerprint, FingerprintWriter, NameKey, RefKind, Resolver};
-use crate::module::{self, FuncId, Module, Symbol};
+use crate::module::{self, ClifModule, FunctionId, Symbol};
 use crate::parallel;
 use cranelift_codegen::entity::EntityRef;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function};
@@ -90,12 +90,12 @@ impl Mode {
 ///   [`Mode::Aliases`], where merged functions share one address, does it compare the class.
 /// - Imports, libcalls and symbols are identity.
 pub struct ModuleResolver<'m> {
-    module: &'m Module,
+    module: &'m ClifModule,
     mode: Mode,
 }
 
 impl<'m> ModuleResolver<'m> {
-    pub fn new(module: &'m Module, mode: Mode) -> Self {
+    pub fn new(module: &'m ClifModule, mode: Mode) -> Self {
         ModuleResolver { module, mode }
     }
 }
@@ -156,12 +156,12 @@ pub(crate) struct Callees {
 
 impl Callees {
     /// `f`'s declarations, indexed by `FuncRef`.
-    pub(crate) fn of(&self, f: FuncId) -> &[Option<Symbol>] {
+    pub(crate) fn of(&self, f: FunctionId) -> &[Option<Symbol>] {
         &self.symbols[f.index()]
     }
 
     /// Whether `f` uses `func_addr`.
-    pub(crate) fn takes_address(&self, f: FuncId) -> bool {
+    pub(crate) fn takes_address(&self, f: FunctionId) -> bool {
         self.takes_address[f.index()]
     }
 }
@@ -186,16 +186,16 @@ impl PassTimes {
 /// The classes of equal functions: each a list of two or more functions, in module order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Classes {
-    pub classes: Vec<Vec<FuncId>>,
+    pub classes: Vec<Vec<FunctionId>>,
 }
 
 /// Finds the classes of equal functions (steps 1 to 3 of the module docs).
-pub fn find_classes(module: &Module, mode: Mode, times: &mut PassTimes) -> Classes {
+pub fn find_classes(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> Classes {
     analyse(module, mode, times).0
 }
 
 /// The classes, and the callee declarations looked up on the way.
-fn analyse(module: &Module, mode: Mode, times: &mut PassTimes) -> (Classes, Callees) {
+fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, Callees) {
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
     let functions = module.functions();
@@ -228,7 +228,7 @@ fn analyse(module: &Module, mode: Mode, times: &mut PassTimes) -> (Classes, Call
                 _ => {
                     let resolver = DeclaredResolver {
                         module: &resolver,
-                        callees: callees.of(FuncId(i as u32)),
+                        callees: callees.of(FunctionId(i as u32)),
                     };
                     writer.write(&mf.func, &resolver)
                 }
@@ -248,7 +248,7 @@ fn analyse(module: &Module, mode: Mode, times: &mut PassTimes) -> (Classes, Call
 
 /// The classes of equal fingerprints, where class references are equal when they refer to
 /// functions of one class (steps 2 and 3 of the module docs). `fingerprints[i]` is function
-/// `FuncId(i)`; `hashes[i]` its hash.
+/// `FunctionId(i)`; `hashes[i]` its hash.
 pub fn refine_classes(fingerprints: &[Fingerprint], hashes: &[u64]) -> Classes {
     let mut refiner = Refiner::new(fingerprints, hashes);
     refiner.refine();
@@ -297,9 +297,9 @@ struct Refiner<'a> {
     /// The class of each function.
     class_of: Vec<u32>,
     /// The members of each class.
-    members: Vec<Vec<FuncId>>,
+    members: Vec<Vec<FunctionId>>,
     /// For each function, the functions holding a class reference to it.
-    referrers: Vec<Vec<FuncId>>,
+    referrers: Vec<Vec<FunctionId>>,
     /// Classes to split again (LLVM's `Deferred`), and whether each is queued.
     deferred: Vec<u32>,
     queued: Vec<bool>,
@@ -311,9 +311,9 @@ impl<'a> Refiner<'a> {
         let mut referrers = vec![Vec::new(); n];
         for (i, fp) in fingerprints.iter().enumerate() {
             for &callee in &fp.class_refs {
-                let list: &mut Vec<FuncId> = &mut referrers[callee.index()];
-                if list.last() != Some(&FuncId(i as u32)) {
-                    list.push(FuncId(i as u32));
+                let list: &mut Vec<FunctionId> = &mut referrers[callee.index()];
+                if list.last() != Some(&FunctionId(i as u32)) {
+                    list.push(FunctionId(i as u32));
                 }
             }
         }
@@ -335,7 +335,7 @@ impl<'a> Refiner<'a> {
             if fp.is_unique() {
                 // Alone by construction: no need to look it up.
                 self.class_of[i] = self.members.len() as u32;
-                self.members.push(vec![FuncId(i as u32)]);
+                self.members.push(vec![FunctionId(i as u32)]);
                 continue;
             }
             let key = FnKey {
@@ -347,7 +347,7 @@ impl<'a> Refiner<'a> {
             if class == next {
                 self.members.push(Vec::new());
             }
-            self.members[class as usize].push(FuncId(i as u32));
+            self.members[class as usize].push(FunctionId(i as u32));
             self.class_of[i] = class;
         }
         self.queued = vec![false; self.members.len()];
@@ -387,14 +387,14 @@ impl<'a> Refiner<'a> {
             return;
         }
         let class_of = &self.class_of;
-        let refs_of = |f: FuncId| {
+        let refs_of = |f: FunctionId| {
             self.fingerprints[f.index()]
                 .class_refs
                 .iter()
                 .map(|r| class_of[r.index()])
         };
         members.sort_by(|&a, &b| refs_of(a).cmp(refs_of(b)).then(a.cmp(&b)));
-        let mut runs: Vec<Vec<FuncId>> = Vec::new();
+        let mut runs: Vec<Vec<FunctionId>> = Vec::new();
         for &f in &members {
             match runs.last_mut() {
                 Some(run) if refs_of(run[0]).eq(refs_of(f)) => run.push(f),
@@ -429,7 +429,7 @@ impl<'a> Refiner<'a> {
 
     /// The classes of two or more, each in module order, ordered by their first member.
     fn classes(&self) -> Classes {
-        let mut classes: Vec<Vec<FuncId>> = self
+        let mut classes: Vec<Vec<FunctionId>> = self
             .members
             .iter()
             .filter(|m| m.len() > 1)
@@ -444,7 +444,7 @@ impl<'a> Refiner<'a> {
 }
 
 /// Merges every class of equal functions in `module` and says what was done.
-pub fn merge_module(module: &mut Module, mode: Mode) -> (MergeReport, PassTimes) {
+pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
     let (classes, callees) = analyse(module, mode, &mut times);
     let start = Instant::now();

@@ -1,4 +1,4 @@
-//! Reading `.clif` (and `.clif.xz`) files into a [`Module`]: cranelift-reader parses, the CLIF
+//! Reading `.clif` (and `.clif.xz`) files into a [`ClifModule`]: cranelift-reader parses, the CLIF
 //! verifier checks, and this module adds what the reader does not know: file names in messages,
 //! and the directives.
 //!
@@ -16,7 +16,7 @@
 
 mod limits;
 
-use crate::module::{Alias, FuncName, Linkage, Module, ModuleError, Origin};
+use crate::module::{Alias, ClifModule, FuncName, ModuleError, Origin, SymbolLinkage};
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::settings;
@@ -55,7 +55,7 @@ impl InputError {
 #[derive(Clone, Copy, Debug)]
 pub struct ReadOptions {
     /// The linkage of functions no directive names.
-    pub default_linkage: Linkage,
+    pub default_linkage: SymbolLinkage,
     /// Run the CLIF verifier on every function (on by default in the CLI).
     pub verify: bool,
 }
@@ -63,7 +63,7 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
-            default_linkage: Linkage::Export,
+            default_linkage: SymbolLinkage::Export,
             verify: true,
         }
     }
@@ -72,8 +72,14 @@ impl Default for ReadOptions {
 /// One directive, where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Directive {
-    Linkage { name: FuncName, linkage: Linkage },
-    Alias { name: FuncName, target: FuncName },
+    SymbolLinkage {
+        name: FuncName,
+        linkage: SymbolLinkage,
+    },
+    Alias {
+        name: FuncName,
+        target: FuncName,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -87,7 +93,7 @@ struct PlacedDirective {
 #[derive(Default)]
 pub struct ModuleReader {
     options: ReadOptions,
-    module: Module,
+    module: ClifModule,
     directives: Vec<PlacedDirective>,
 }
 
@@ -95,7 +101,7 @@ impl ModuleReader {
     pub fn new(options: ReadOptions) -> Self {
         ModuleReader {
             options,
-            module: Module::new(),
+            module: ClifModule::new(),
             directives: Vec::new(),
         }
     }
@@ -170,7 +176,7 @@ impl ModuleReader {
     }
 
     /// Applies the directives and returns the module.
-    pub fn finish(mut self) -> Result<Module, InputError> {
+    pub fn finish(mut self) -> Result<ClifModule, InputError> {
         let directives = std::mem::take(&mut self.directives);
         for d in &directives {
             if let Directive::Alias { name, target } = &d.directive {
@@ -190,10 +196,10 @@ impl ModuleReader {
                 })?;
             }
         }
-        let mut set: rustc_hash::FxHashMap<FuncName, (Linkage, &PlacedDirective)> =
+        let mut set: rustc_hash::FxHashMap<FuncName, (SymbolLinkage, &PlacedDirective)> =
             Default::default();
         for d in &directives {
-            if let Directive::Linkage { name, linkage } = &d.directive {
+            if let Directive::SymbolLinkage { name, linkage } = &d.directive {
                 if let Some((earlier, at)) = set.get(name)
                     && earlier != linkage
                 {
@@ -218,7 +224,7 @@ impl ModuleReader {
 }
 
 /// Reads every file into one module.
-pub fn read_files(paths: &[PathBuf], options: ReadOptions) -> Result<Module, InputError> {
+pub fn read_files(paths: &[PathBuf], options: ReadOptions) -> Result<ClifModule, InputError> {
     let mut reader = ModuleReader::new(options);
     for path in paths {
         reader.read_file(path)?;
@@ -232,7 +238,7 @@ pub fn read_module_text(
     file: &Path,
     text: &str,
     options: ReadOptions,
-) -> Result<Module, InputError> {
+) -> Result<ClifModule, InputError> {
     let mut reader = ModuleReader::new(options);
     reader.read_text(file, text)?;
     reader.finish()
@@ -391,7 +397,7 @@ fn entity_line(text: &str, map: &SourceMap, entity: AnyEntity) -> Option<usize> 
     Some(declared.map_or(recorded, |(i, _)| i + 1))
 }
 
-fn duplicate_error(module: &Module, e: ModuleError, file: &Path, line: usize) -> InputError {
+fn duplicate_error(module: &ClifModule, e: ModuleError, file: &Path, line: usize) -> InputError {
     let msg = match &e {
         ModuleError::DuplicateName(name) => match module
             .resolve(name)
@@ -437,10 +443,10 @@ fn parse_linkage(words: Vec<&str>) -> Result<Directive, String> {
     let [name, kind] = words[..] else {
         return Err("malformed directive: expected `; linkage: NAME KIND`".into());
     };
-    let linkage = Linkage::from_keyword(kind).ok_or_else(|| {
+    let linkage = SymbolLinkage::from_keyword(kind).ok_or_else(|| {
         format!("unknown linkage `{kind}` (expected export, hidden, local or preemptible)")
     })?;
-    Ok(Directive::Linkage {
+    Ok(Directive::SymbolLinkage {
         name: parse_name(name)?,
         linkage,
     })
@@ -481,9 +487,9 @@ mod tests {
             found[0],
             (
                 2,
-                Ok(Directive::Linkage {
+                Ok(Directive::SymbolLinkage {
                     name: FuncName::parse("%f").unwrap(),
-                    linkage: Linkage::Local
+                    linkage: SymbolLinkage::Local
                 })
             )
         );

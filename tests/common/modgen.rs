@@ -30,7 +30,7 @@
 
 use super::r#gen::{Choices, assert_valid, frontend_config, random_f32_bits, random_f64_bits};
 use super::mutate::renumber;
-use clif_merge::{Alias, FuncName, Linkage, Module};
+use clif_merge::{Alias, ClifModule, FuncName, SymbolLinkage};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::types::{F32, F64, I8, I16, I32, I64};
@@ -82,15 +82,15 @@ impl ModGenConfig {
 /// A generated module.
 #[derive(Clone, Debug)]
 pub struct GenModule {
-    pub functions: Vec<(Function, Linkage)>,
+    pub functions: Vec<(Function, SymbolLinkage)>,
     pub aliases: Vec<Alias>,
     /// The number of base functions (`f0..`).
     pub base: usize,
 }
 
 impl GenModule {
-    pub fn module(&self) -> Module {
-        let mut module = Module::new();
+    pub fn module(&self) -> ClifModule {
+        let mut module = ClifModule::new();
         for (f, linkage) in &self.functions {
             module.define(f.clone(), *linkage, None).unwrap();
         }
@@ -111,12 +111,12 @@ struct Callee {
 
 const SCALARS: [Type; 6] = [I8, I16, I32, I64, F32, F64];
 
-fn random_linkage(ch: &mut Choices) -> Linkage {
+fn random_linkage(ch: &mut Choices) -> SymbolLinkage {
     match ch.below(20) {
-        0..=8 => Linkage::Export,
-        9..=11 => Linkage::Hidden,
-        12..=15 => Linkage::Local,
-        _ => Linkage::Preemptible,
+        0..=8 => SymbolLinkage::Export,
+        9..=11 => SymbolLinkage::Hidden,
+        12..=15 => SymbolLinkage::Local,
+        _ => SymbolLinkage::Preemptible,
     }
 }
 
@@ -206,7 +206,7 @@ pub fn generate_module(data: &[u32], cfg: &ModGenConfig) -> GenModule {
         near.push(h);
     }
 
-    let mut functions: Vec<(Function, Linkage)> = Vec::new();
+    let mut functions: Vec<(Function, SymbolLinkage)> = Vec::new();
     for f in &base {
         functions.push((f.clone(), random_linkage(&mut ch)));
     }
@@ -217,8 +217,8 @@ pub fn generate_module(data: &[u32], cfg: &ModGenConfig) -> GenModule {
         let mut linkage = random_linkage(&mut ch);
         if ch.chance(10) {
             // Both preemptible: neither may be kept, so the merge makes a private copy.
-            functions[i].1 = Linkage::Preemptible;
-            linkage = Linkage::Preemptible;
+            functions[i].1 = SymbolLinkage::Preemptible;
+            linkage = SymbolLinkage::Preemptible;
         }
         functions.push((g, linkage));
     }
