@@ -15,13 +15,17 @@
 
 pub mod compare;
 pub mod emit;
+pub mod fold;
 mod guard;
 pub mod merge;
 pub mod module;
+mod name;
 pub mod output;
 mod parallel;
+pub mod partition;
 pub mod read;
 pub mod references;
+pub mod refs;
 pub mod report;
 pub mod verify;
 

@@ -1,138 +1,22 @@
-//! The module: the functions a merge works on, their names and linkage, the aliases, and the
-//! references between them.
+//! The module: the functions a merge works on, their names and linkage, and the aliases.
 //!
-//! A module is the set of *defined* functions (a name, a [`Function`] and a [`SymbolLinkage`]) plus
-//! aliases (a second name for a defined function, recorded for the object writer). Every other
-//! name a function refers to is an import. Names are exactly as CLIF writes them: `%foo` (a
+//! A module is the set of *defined* functions (a name, a [`Function`] and a [`SymbolLinkage`])
+//! plus aliases (a second name for a defined function, recorded for the object writer). Every
+//! other name a function refers to is an import. Names are exactly as CLIF writes them: `%foo` (a
 //! testcase name) or `u0:3` (a user name); a callee declaration `fn0 = colocated u0:5 sig0`
 //! refers to the defined function of that name when there is one.
+//!
+//! Ids are stable: a [`FunctionId`] names the same function for the module's whole life. A
+//! function that a merge removes or turns into an alias keeps its id, name, linkage and signature
+//! (its body is dropped) but leaves the *layout*, the list of functions that have a body, in
+//! output order. What references what is found in [`crate::refs`].
 
-use cranelift_codegen::entity::EntityRef;
-use cranelift_codegen::ir::{
-    ExternalName, Function, GlobalValueData, Inst, InstructionData, UserExternalName, UserFuncName,
-};
+use cranelift_codegen::ir::{ExternalName, Function};
+use cranelift_entity::{EntitySet, PrimaryMap, entity_impl};
 use rustc_hash::FxHashMap;
-use std::cmp::Ordering;
-use std::fmt;
 use std::path::PathBuf;
 
-/// The name of a function, exactly as CLIF writes it.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum FuncName {
-    /// `u<namespace>:<index>`
-    User { namespace: u32, index: u32 },
-    /// `%name`
-    Testcase(Box<str>),
-}
-
-impl FuncName {
-    /// The name a function definition carries.
-    pub fn of_function(func: &Function) -> FuncName {
-        match &func.name {
-            UserFuncName::User(u) => FuncName::User {
-                namespace: u.namespace,
-                index: u.index,
-            },
-            UserFuncName::Testcase(t) => {
-                FuncName::Testcase(String::from_utf8_lossy(t.raw()).into())
-            }
-        }
-    }
-
-    /// The name an external reference inside `func` refers to, if it is a plain function name
-    /// (not a libcall or a known symbol).
-    pub fn of_external(name: &ExternalName, func: &Function) -> Option<FuncName> {
-        match name {
-            ExternalName::User(r) => {
-                let u = &func.params.user_named_funcs()[*r];
-                Some(FuncName::User {
-                    namespace: u.namespace,
-                    index: u.index,
-                })
-            }
-            ExternalName::TestCase(t) => {
-                Some(FuncName::Testcase(String::from_utf8_lossy(t.raw()).into()))
-            }
-            ExternalName::LibCall(_) | ExternalName::KnownSymbol(_) => None,
-        }
-    }
-
-    /// The name as a function definition's name.
-    pub fn to_user_func_name(&self) -> UserFuncName {
-        match self {
-            FuncName::User { namespace, index } => UserFuncName::user(*namespace, *index),
-            FuncName::Testcase(t) => UserFuncName::testcase(t.as_bytes()),
-        }
-    }
-
-    /// The name as an external reference from inside `func` (user names are interned in
-    /// `func`'s table).
-    pub fn to_external(&self, func: &mut Function) -> ExternalName {
-        match self {
-            FuncName::User { namespace, index } => ExternalName::User(
-                func.declare_imported_user_function(UserExternalName::new(*namespace, *index)),
-            ),
-            FuncName::Testcase(t) => ExternalName::testcase(t.as_bytes()),
-        }
-    }
-
-    /// Parses `%name` or `u<ns>:<index>` as written in CLIF.
-    pub fn parse(text: &str) -> Option<FuncName> {
-        if let Some(rest) = text.strip_prefix('%') {
-            // `%` alone is a name too: cranelift-reader accepts the empty testcase name.
-            let valid = rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            return valid.then(|| FuncName::Testcase(rest.into()));
-        }
-        let rest = text.strip_prefix('u')?;
-        let (ns, idx) = rest.split_once(':')?;
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !digits(ns) || !digits(idx) {
-            return None;
-        }
-        Some(FuncName::User {
-            namespace: ns.parse().ok()?,
-            index: idx.parse().ok()?,
-        })
-    }
-}
-
-/// The documented order of names, used wherever a choice must not depend on input order:
-/// user names first, by namespace then index numerically (`u0:2` < `u0:10`), then testcase names
-/// by their bytes.
-impl Ord for FuncName {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (
-                FuncName::User {
-                    namespace: a,
-                    index: b,
-                },
-                FuncName::User {
-                    namespace: c,
-                    index: d,
-                },
-            ) => (a, b).cmp(&(c, d)),
-            (FuncName::User { .. }, FuncName::Testcase(_)) => Ordering::Less,
-            (FuncName::Testcase(_), FuncName::User { .. }) => Ordering::Greater,
-            (FuncName::Testcase(a), FuncName::Testcase(b)) => a.as_bytes().cmp(b.as_bytes()),
-        }
-    }
-}
-
-impl PartialOrd for FuncName {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl fmt::Display for FuncName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FuncName::User { namespace, index } => write!(f, "u{namespace}:{index}"),
-            FuncName::Testcase(t) => write!(f, "%{t}"),
-        }
-    }
-}
+pub use crate::name::FuncName;
 
 /// How a defined function's symbol is seen by the rest of the program.
 ///
@@ -185,15 +69,10 @@ pub struct Origin {
     pub line: usize,
 }
 
-/// The index of a defined function in its module.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub struct FunctionId(pub u32);
-
-impl FunctionId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
+/// A defined function of a [`ClifModule`]; stable for the module's life (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunctionId(u32);
+entity_impl!(FunctionId, "func");
 
 /// A defined function.
 #[derive(Clone, Debug)]
@@ -250,6 +129,17 @@ impl SymbolTable {
         }
     }
 
+    fn remove(&mut self, name: &FuncName) {
+        match name {
+            FuncName::User { namespace, index } => {
+                self.user.remove(&(*namespace, *index));
+            }
+            FuncName::Testcase(t) => {
+                self.testcase.remove(t);
+            }
+        }
+    }
+
     fn insert(&mut self, name: &FuncName, symbol: Symbol) {
         match name {
             FuncName::User { namespace, index } => {
@@ -276,12 +166,17 @@ pub enum ModuleError {
 /// A module of CLIF functions.
 #[derive(Clone, Debug, Default)]
 pub struct ClifModule {
-    functions: Vec<ModuleFunction>,
+    functions: PrimaryMap<FunctionId, ModuleFunction>,
+    /// The functions that have a body, in output order.
+    layout: Vec<FunctionId>,
+    /// Functions that a merge removed or turned into aliases (not in the layout).
+    merged_away: EntitySet<FunctionId>,
     aliases: Vec<Alias>,
     symbols: SymbolTable,
 }
 
 impl ClifModule {
+    /// An empty module.
     pub fn new() -> ClifModule {
         ClifModule::default()
     }
@@ -312,7 +207,7 @@ impl ClifModule {
         origin: Option<Origin>,
     ) -> Result<FunctionId, ModuleError> {
         let name = FuncName::of_function(&func);
-        let id = FunctionId(self.functions.len() as u32);
+        let id = self.functions.next_key();
         self.claim_name(&name, Symbol::Function(id))?;
         self.functions.push(ModuleFunction {
             name,
@@ -320,6 +215,7 @@ impl ClifModule {
             linkage,
             origin,
         });
+        self.layout.push(id);
         Ok(id)
     }
 
@@ -348,38 +244,70 @@ impl ClifModule {
     /// Sets the linkage of a function or alias; false when the name is not defined.
     pub fn set_linkage(&mut self, name: &FuncName, linkage: SymbolLinkage) -> bool {
         match self.lookup(name) {
-            Some(Symbol::Function(id)) => self.functions[id.index()].linkage = linkage,
+            Some(Symbol::Function(id)) => self.functions[id].linkage = linkage,
             Some(Symbol::Alias(i)) => self.aliases[i].linkage = linkage,
             None => return false,
         }
         true
     }
 
-    pub fn functions(&self) -> &[ModuleFunction] {
-        &self.functions
+    /// The functions that have a body, in output order.
+    pub fn functions(&self) -> impl ExactSizeIterator<Item = &ModuleFunction> + '_ {
+        self.layout.iter().map(|&id| &self.functions[id])
     }
 
+    /// The functions that have a body, with their ids, in output order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (FunctionId, &ModuleFunction)> + '_ {
+        self.layout.iter().map(|&id| (id, &self.functions[id]))
+    }
+
+    /// The ids of the functions that have a body, in output order.
+    pub fn ids(&self) -> &[FunctionId] {
+        &self.layout
+    }
+
+    /// How many functions have a body.
+    pub fn len(&self) -> usize {
+        self.layout.len()
+    }
+
+    /// Whether no function has a body.
+    pub fn is_empty(&self) -> bool {
+        self.layout.is_empty()
+    }
+
+    /// Every id ever given out (merged-away functions included): the size of a map by id.
+    pub fn id_count(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// A function by id; a merged-away function keeps its name, linkage and signature.
     pub fn function(&self, id: FunctionId) -> &ModuleFunction {
-        &self.functions[id.index()]
+        &self.functions[id]
     }
 
-    /// The functions, to change in place (their names must stay as they are).
-    pub(crate) fn functions_mut(&mut self) -> &mut [ModuleFunction] {
-        &mut self.functions
-    }
-
+    /// A function by id, to change (its name must stay as it is).
     pub fn function_mut(&mut self, id: FunctionId) -> &mut ModuleFunction {
-        &mut self.functions[id.index()]
+        &mut self.functions[id]
     }
 
+    /// Whether a merge removed `id` or made it an alias.
+    pub fn is_merged_away(&self, id: FunctionId) -> bool {
+        self.merged_away.contains(id)
+    }
+
+    /// Every function by id, to change in place (names must stay as they are); merged-away
+    /// functions included.
+    pub(crate) fn all_functions_mut(&mut self) -> &mut [ModuleFunction] {
+        self.functions.values_mut().into_slice()
+    }
+
+    /// The aliases, in order.
     pub fn aliases(&self) -> &[Alias] {
         &self.aliases
     }
 
-    pub fn ids(&self) -> impl Iterator<Item = FunctionId> + use<> {
-        (0..self.functions.len() as u32).map(FunctionId)
-    }
-
+    /// What a name stands for in the module.
     pub fn lookup(&self, name: &FuncName) -> Option<Symbol> {
         self.symbols.get(name)
     }
@@ -387,15 +315,6 @@ impl ClifModule {
     /// What an external name inside `func` stands for, if it names a symbol of the module.
     pub fn lookup_external(&self, name: &ExternalName, func: &Function) -> Option<Symbol> {
         self.symbols.get_external(name, func)
-    }
-
-    /// What each external function declared in `func` stands for, indexed by `FuncRef`.
-    pub fn callee_symbols(&self, func: &Function) -> Box<[Option<Symbol>]> {
-        func.dfg
-            .ext_funcs
-            .values()
-            .map(|ext| self.lookup_external(&ext.name, func))
-            .collect()
     }
 
     /// The defined function a symbol stands for, through an alias if need be.
@@ -426,48 +345,13 @@ impl ClifModule {
         }
     }
 
-    /// Functions whose address is observable inside the module: named by `func_addr`, by a
-    /// `symbol` global value, or by an alias (an alias shares its target's address).
-    pub fn address_taken(&self) -> Vec<bool> {
-        let mut taken = vec![false; self.functions.len()];
-        let mut mark = |name: &ExternalName, func: &Function| {
-            let symbol = self.lookup_external(name, func);
-            if let Some(id) = symbol.and_then(|s| self.resolve_symbol(s)) {
-                taken[id.index()] = true;
-            }
-        };
-        for mf in &self.functions {
-            let func = &mf.func;
-            for gv in func.global_values.values() {
-                if let GlobalValueData::Symbol { name, .. } = gv {
-                    mark(name, func);
-                }
-            }
-            if func.dfg.ext_funcs.is_empty() {
-                continue;
-            }
-            for block in func.layout.blocks() {
-                for inst in func.layout.block_insts(block) {
-                    if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
-                        mark(&func.dfg.ext_funcs[func_ref].name, func);
-                    }
-                }
-            }
-        }
-        for alias in &self.aliases {
-            if let Some(id) = self.resolve(&alias.target) {
-                taken[id.index()] = true;
-            }
-        }
-        taken
-    }
-
-    /// Applies the merge actions' changes to the list of symbols: drops the functions marked
-    /// `gone`, inserts each new function before the one it names, and adds aliases. An existing
-    /// alias whose target became an alias is pointed at that alias's target.
+    /// Applies the merge's changes to the list of symbols: takes the functions in `gone` out of
+    /// the layout (their bodies are dropped), adds each new function to the layout before the one
+    /// it names, and adds aliases. An existing alias whose target became an alias is pointed at
+    /// that alias's target.
     pub(crate) fn update(
         &mut self,
-        gone: Vec<bool>,
+        gone: EntitySet<FunctionId>,
         mut insert_before: Vec<(FunctionId, ModuleFunction)>,
         new_aliases: Vec<Alias>,
     ) {
@@ -478,100 +362,46 @@ impl ClifModule {
                 alias.target = (*t).clone();
             }
         }
-        if insert_before.is_empty() && !gone.contains(&true) {
-            // Indices are unchanged: only the aliases are new.
-            for alias in new_aliases {
-                self.symbols
-                    .insert(&alias.name, Symbol::Alias(self.aliases.len()));
-                self.aliases.push(alias);
-            }
-            return;
-        }
         insert_before.sort_by_key(|(before, _)| *before);
         let mut inserts = insert_before.into_iter().peekable();
-        let old = std::mem::take(&mut self.functions);
-        let mut functions = Vec::with_capacity(old.len() + inserts.len());
-        for (i, mf) in old.into_iter().enumerate() {
-            while let Some((_, copy)) = inserts.next_if(|(before, _)| before.index() == i) {
-                functions.push(copy);
+        let old = std::mem::take(&mut self.layout);
+        let mut layout = Vec::with_capacity(old.len() + inserts.len());
+        for id in old {
+            while let Some((_, copy)) = inserts.next_if(|(before, _)| *before == id) {
+                layout.push(self.add_function(copy));
             }
-            if !gone[i] {
-                functions.push(mf);
-            }
-        }
-        functions.extend(inserts.map(|(_, copy)| copy));
-        let mut aliases = std::mem::take(&mut self.aliases);
-        aliases.extend(new_aliases);
-        let mut symbols = SymbolTable::default();
-        for (i, f) in functions.iter().enumerate() {
-            symbols.insert(&f.name, Symbol::Function(FunctionId(i as u32)));
-        }
-        for (i, a) in aliases.iter().enumerate() {
-            symbols.insert(&a.name, Symbol::Alias(i));
-        }
-        self.functions = functions;
-        self.aliases = aliases;
-        self.symbols = symbols;
-    }
-
-    /// Takes the module apart (functions, aliases).
-    pub fn into_parts(self) -> (Vec<ModuleFunction>, Vec<Alias>) {
-        (self.functions, self.aliases)
-    }
-}
-
-/// Whether any instruction of `func`, in the layout or not, is a `func_addr`: a scan of the
-/// instruction storage, which is quicker than the layout's lists.
-pub fn uses_func_addr(func: &Function) -> bool {
-    !func.dfg.ext_funcs.is_empty()
-        && (0..func.dfg.num_insts()).any(|i| {
-            matches!(
-                func.dfg.insts[Inst::new(i)],
-                InstructionData::FuncAddr { .. }
-            )
-        })
-}
-
-/// The function names whose *address* `func` uses: `func_addr` operands and `symbol` globals.
-pub fn addresses_named(func: &Function) -> Vec<FuncName> {
-    let mut names = Vec::new();
-    for block in func.layout.blocks() {
-        for inst in func.layout.block_insts(block) {
-            if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[inst] {
-                let ext = &func.dfg.ext_funcs[func_ref];
-                names.extend(FuncName::of_external(&ext.name, func));
+            if gone.contains(id) {
+                self.drop_body(id);
+            } else {
+                layout.push(id);
             }
         }
-    }
-    for (_, gv) in func.global_values.iter() {
-        if let GlobalValueData::Symbol { name, .. } = gv {
-            names.extend(FuncName::of_external(name, func));
+        for (_, copy) in inserts {
+            layout.push(self.add_function(copy));
         }
-    }
-    names
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_parse_and_print_back() {
-        for text in ["%foo", "%a_1", "u0:3", "u805306368:7"] {
-            assert_eq!(FuncName::parse(text).unwrap().to_string(), text);
-        }
-        assert_eq!(FuncName::parse("%").unwrap().to_string(), "%");
-        for bad in ["%a-b", "u0", "u:1", "ux:1", "u0:", "foo", "u0:1x"] {
-            assert_eq!(FuncName::parse(bad), None, "{bad}");
+        self.layout = layout;
+        for alias in new_aliases {
+            self.symbols
+                .insert(&alias.name, Symbol::Alias(self.aliases.len()));
+            self.aliases.push(alias);
         }
     }
 
-    #[test]
-    fn user_names_order_numerically_before_testcase_names() {
-        let n = |s| FuncName::parse(s).unwrap();
-        assert!(n("u0:2") < n("u0:10"));
-        assert!(n("u0:10") < n("u1:0"));
-        assert!(n("u9:9") < n("%a"));
-        assert!(n("%a") < n("%b"));
+    /// A new function under a name nobody holds.
+    fn add_function(&mut self, mf: ModuleFunction) -> FunctionId {
+        let id = self.functions.push(mf);
+        self.symbols
+            .insert(&self.functions[id].name, Symbol::Function(id));
+        id
+    }
+
+    /// Marks `id` merged away: its name stops naming it (an alias may take it) and its body is
+    /// dropped, its signature kept.
+    fn drop_body(&mut self, id: FunctionId) {
+        self.merged_away.insert(id);
+        let mf = &mut self.functions[id];
+        self.symbols.remove(&mf.name);
+        let signature = mf.func.signature.clone();
+        mf.func = Function::with_name_signature(mf.func.name.clone(), signature);
     }
 }

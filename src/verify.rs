@@ -361,10 +361,8 @@ pub fn verify_merge(
     let mut removed: FxHashMap<FuncName, FuncName> = FxHashMap::default();
     for class in &report.classes {
         for r in &class.replaced {
-            if r.by == Action::Removed
-                && let (Some(g), Some(f)) = (FuncName::parse(&r.name), FuncName::parse(&class.kept))
-            {
-                removed.insert(g, f);
+            if r.by == Action::Removed {
+                removed.insert(r.name.clone(), class.kept.clone());
             }
         }
     }

@@ -100,7 +100,7 @@ fn failure_text(
 /// Whether some base function calls itself, or two call each other.
 fn has_recursion(module: &ClifModule, base: usize) -> (bool, bool) {
     let calls = |i: usize| -> Vec<String> {
-        let f = &module.functions()[i].func;
+        let f = &module.function(module.ids()[i]).func;
         f.dfg
             .ext_funcs
             .values()
@@ -144,7 +144,7 @@ impl Totals {
     fn add(&mut self, report: &MergeReport, v: &VerifyReport) {
         self.merged += report.merged;
         for class in &report.classes {
-            self.private_copies += class.kept.ends_with("_merged") as usize;
+            self.private_copies += class.kept.to_string().ends_with("_merged") as usize;
             for r in &class.replaced {
                 *self.by_action.entry(r.by.keyword()).or_default() += 1;
             }
@@ -356,9 +356,9 @@ fn counterpart(merged: &ClifModule, report: &MergeReport, name: &FuncName) -> Fu
         if class
             .replaced
             .iter()
-            .any(|r| r.name == text && r.by == Action::Removed)
+            .any(|r| r.name.to_string() == text && r.by == Action::Removed)
         {
-            return FuncName::parse(&class.kept).unwrap();
+            return class.kept.clone();
         }
     }
     panic!("{name} is neither in the merged module nor removed");
@@ -559,7 +559,7 @@ fn a_corrupted_kept_function_is_reported() {
             let clean = verify_merge(&original, &merged, &report, &test_options());
             assert!(clean.is_ok(), "{}", clean.summary());
             assert_eq!(clean.functions, 4);
-            let kept = FuncName::parse(&report.classes[0].kept).unwrap();
+            let kept = report.classes[0].kept.clone();
             assert!(corrupt_constant(&mut merged, &kept, 0, 1));
             let v = verify_merge(&original, &merged, &report, &test_options());
             let wrong: std::collections::BTreeSet<String> = v
@@ -601,7 +601,7 @@ fn a_wrong_merge_is_reported() {
     for mf in merged_ok.functions() {
         let mut mf = mf.clone();
         if mf.name.to_string() == "%near" {
-            mf.func = clif_merge::merge::actions::write_thunk(
+            mf.func = clif_merge::merge::thunk::write_thunk(
                 &mf.name,
                 &mf.func.signature,
                 &FuncName::parse("%a").unwrap(),
@@ -640,12 +640,13 @@ fn a_call_to_a_dropped_function_is_reported() {
         functions: 4,
         merged: 1,
         classes: vec![clif_merge::merge::MergedClass {
-            kept: "%a".into(),
+            kept: FuncName::parse("%a").unwrap(),
             replaced: vec![clif_merge::merge::Replacement {
-                name: "%b".into(),
+                name: FuncName::parse("%b").unwrap(),
                 by: Action::Removed,
             }],
         }],
+        ..MergeReport::default()
     };
     let v = verify_merge(&original, &broken, &report, &test_options());
     let names: Vec<String> = v
@@ -674,7 +675,7 @@ fn corrupted_generated_merges_are_reported() {
         let original = gm.module();
         let (merged, report) = merged(&original, Mode::Safe);
         for class in &report.classes {
-            let kept = FuncName::parse(&class.kept).unwrap();
+            let kept = class.kept.clone();
             let mut corrupted = merged.clone();
             if !corrupt_constant(&mut corrupted, &kept, 0, 1) {
                 continue;

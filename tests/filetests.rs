@@ -58,7 +58,7 @@ fn run_file(path: &Path, text: &str) -> Result<String, String> {
     // function must read back as exactly the function that was written.
     let reread = read_module_text(Path::new("<emitted>"), &clif, ReadOptions::default())
         .map_err(|e| format!("emitted CLIF does not read back: {e}\n{clif}"))?;
-    for (written, read) in module.functions().iter().zip(reread.functions()) {
+    for (written, read) in module.functions().zip(reread.functions()) {
         if clif_merge::compare(&written.func, &read.func).is_ne() {
             return Err(format!(
                 "{} reads back as a different function:\n{}",

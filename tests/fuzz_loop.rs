@@ -771,7 +771,6 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
             .map_err(|e| format!("{mode:?}: the emitted CLIF does not read back: {e}\n{clif}"))?;
         let names = |m: &ClifModule| -> Vec<(String, SymbolLinkage)> {
             m.functions()
-                .iter()
                 .map(|f| (f.name.to_string(), f.linkage))
                 .collect()
         };
@@ -785,7 +784,7 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
                 "{mode:?}: the emitted CLIF reads back with other aliases\n{clif}"
             ));
         }
-        for (written, read) in merged.functions().iter().zip(back.functions()) {
+        for (written, read) in merged.functions().zip(back.functions()) {
             if clif_merge::compare(&written.func, &read.func).is_ne() {
                 return Err(format!(
                     "{mode:?}: {} reads back as a different function:\n{}\n--- emitted ---\n{clif}",

@@ -36,8 +36,8 @@
 use clif_merge::emit::object::{
     ObjectOptions, ObjectOutput, OptLevel, parse_target, symbol_name, write_object,
 };
-use clif_merge::module::addresses_named;
 use clif_merge::read::read_files;
+use clif_merge::refs::{FunctionRefs, ModuleRefs};
 use clif_merge::{
     Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SymbolLinkage, merge_module,
 };
@@ -297,7 +297,7 @@ fn ir_actions(report: &MergeReport) -> BTreeMap<String, (Action, String)> {
         .flat_map(|c| {
             c.replaced
                 .iter()
-                .map(|r| (r.name.clone(), (r.by, c.kept.clone())))
+                .map(|r| (r.name.to_string(), (r.by, c.kept.to_string())))
         })
         .collect()
 }
@@ -307,7 +307,6 @@ fn ir_actions(report: &MergeReport) -> BTreeMap<String, (Action, String)> {
 fn input_names(module: &ClifModule) -> Vec<(FuncName, SymbolLinkage, bool)> {
     let mut names: Vec<_> = module
         .functions()
-        .iter()
         .map(|f| (f.name.clone(), f.linkage, false))
         .collect();
     names.extend(
@@ -1209,7 +1208,7 @@ fn check_symbols(
     let prefix = symbol_prefix(&file);
     let syms = text_symbols(&file);
     let actions = ir_actions(&built.report);
-    let taken = original.address_taken();
+    let refs = ModuleRefs::of(original);
     let location_of = |clif_name: &str| -> Location {
         let symbol = report
             .symbols
@@ -1239,7 +1238,7 @@ fn check_symbols(
                 assert!(
                     !is_alias
                         && linkage == SymbolLinkage::Local
-                        && !taken[id.index()]
+                        && !refs.address_taken(id)
                         && mode != Mode::Thunks,
                     "{clif} ({linkage:?}) has no symbol in mode {mode:?}"
                 );
@@ -1345,7 +1344,7 @@ fn check_symbols(
                 continue;
             };
             let used = addresses_used_by_code(&file, arch, &syms, syms[symbol].location);
-            for target in addresses_named(&f.func) {
+            for target in FunctionRefs::of(&built.merged, &f.func).addresses.iter() {
                 let Some(target_symbol) = report.symbols.get(&target.to_string()) else {
                     continue;
                 };
@@ -1414,7 +1413,7 @@ fn check_addrsig(
         listed.insert(sym.name().unwrap().to_string());
     }
     for f in merged.functions() {
-        for name in addresses_named(&f.func) {
+        for name in FunctionRefs::of(merged, &f.func).addresses.iter() {
             if let Some(symbol) = report.symbols.get(&name.to_string()) {
                 assert!(
                     listed.contains(symbol),

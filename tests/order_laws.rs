@@ -211,7 +211,7 @@ proptest! {
                     "compare says {:?}; canonical texts equal: {}\n{}\n--- canonical a ---\n{}--- canonical b ---\n{}",
                     c, texts[i] == texts[j], show(&fam[i], &fam[j]), texts[i], texts[j]
                 );
-                prop_assert_eq!(fps[i].compare_with(&fps[j], |f| f.0), c);
+                prop_assert_eq!(fps[i].compare_with(&fps[j], |f| f.as_u32()), c);
             }
         }
     }
@@ -498,7 +498,7 @@ fn classes_by_name(
 /// canonical texts. Start with every function in one class; repeatedly group the functions by
 /// their canonical text in which each call to a (non-preemptible) module function names the
 /// callee's current class; stop when the number of classes stops growing. This gives the
-/// coarsest stable partition, the greatest solution `merge` documents. (ClifModule functions are
+/// coarsest stable partition, the greatest solution `merge` documents. (Module functions are
 /// only called here, never have their address taken, so the mode does not matter.)
 fn expected_classes(functions: &[(Function, SymbolLinkage)]) -> NamedClasses {
     let names: Vec<String> = functions

@@ -33,7 +33,6 @@ fn assert_round_trip(what: &str, module: &ClifModule) -> String {
         .unwrap_or_else(|e| panic!("{what}: the emitted CLIF does not read back: {e}\n{first}"));
     let summary = |m: &ClifModule| -> Vec<(String, SymbolLinkage)> {
         m.functions()
-            .iter()
             .map(|f: &ModuleFunction| (f.name.to_string(), f.linkage))
             .collect()
     };
@@ -43,7 +42,7 @@ fn assert_round_trip(what: &str, module: &ClifModule) -> String {
         "{what}: functions\n{first}"
     );
     assert_eq!(back.aliases(), module.aliases(), "{what}: aliases\n{first}");
-    for (written, read) in module.functions().iter().zip(back.functions()) {
+    for (written, read) in module.functions().zip(back.functions()) {
         assert!(
             compare(&written.func, &read.func).is_eq(),
             "{what}: {} reads back as another function:\n{}\n--- emitted ---\n{first}",

@@ -112,7 +112,6 @@ pub fn check_text(bytes: &[u8]) {
 
 fn names_and_linkages(m: &ClifModule) -> Vec<(String, SymbolLinkage)> {
     m.functions()
-        .iter()
         .map(|f| (f.name.to_string(), f.linkage))
         .collect()
 }
@@ -145,7 +144,7 @@ pub fn check_module(module: &ClifModule) {
             merged.aliases(),
             "{mode:?}: other aliases read back\n{clif}"
         );
-        for (written, read) in merged.functions().iter().zip(back.functions()) {
+        for (written, read) in merged.functions().zip(back.functions()) {
             assert!(
                 clif_merge::compare(&written.func, &read.func).is_eq(),
                 "{mode:?}: {} reads back as another function:\n{}\n--- emitted ---\n{clif}",

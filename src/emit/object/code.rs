@@ -1,0 +1,150 @@
+//! Phase 2: every defined function compiled by Cranelift, or recognized as a jump thunk.
+
+use super::error::ObjectError;
+use super::slots::Slots;
+use crate::merge::thunk::is_forwarding_thunk;
+use crate::module::{ClifModule, FuncName, FunctionId};
+use cranelift_codegen::binemit::Reloc;
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::{Function, InstructionData};
+use cranelift_codegen::isa;
+use cranelift_entity::PrimaryMap;
+use cranelift_module::{ModuleReloc, ModuleRelocTarget};
+
+/// A relocation whose target is a slot or something outside the module.
+#[derive(Clone, Debug)]
+pub(super) struct Relocation {
+    pub(super) offset: u32,
+    pub(super) kind: Reloc,
+    pub(super) addend: i64,
+    pub(super) target: Target,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Target {
+    Slot(u32),
+    /// An offset inside the function itself.
+    SelfOffset(u32),
+    Other(ModuleRelocTarget),
+}
+
+/// The code of one defined function.
+#[derive(Clone, Debug)]
+pub(super) enum Code {
+    /// Compiled by Cranelift.
+    Compiled {
+        bytes: Vec<u8>,
+        alignment: u64,
+        relocs: Vec<Relocation>,
+    },
+    /// One jump to the slot.
+    Thunk(u32),
+    /// No code: an alias of the slot.
+    AliasOf(u32),
+    /// No symbol at all.
+    Removed,
+}
+
+/// Phase 2: compiles (or recognizes as a thunk) every defined function; by id (functions a merge
+/// took away are `Removed`).
+pub(super) fn compile_all(
+    module: &ClifModule,
+    slots: &Slots,
+    isa: &dyn isa::TargetIsa,
+) -> Result<PrimaryMap<FunctionId, Code>, ObjectError> {
+    let mut ctx = cranelift_codegen::Context::new();
+    let mut out: PrimaryMap<FunctionId, Code> = PrimaryMap::with_capacity(module.id_count());
+    for _ in 0..module.id_count() {
+        out.push(Code::Removed);
+    }
+    for (id, mf) in module.iter() {
+        if let Some(target) = thunk_target(&mf.func) {
+            out[id] = Code::Thunk(slots.index[&target]);
+            continue;
+        }
+        ctx.clear();
+        ctx.func = slots.renamed(&mf.func);
+        // Cranelift may panic on input it verified but cannot lower; that is an error about
+        // this function, not a crash of the tool.
+        let result = crate::guard::catch_panic(|| {
+            ctx.compile(isa, &mut ControlPlane::default()).map(|_| ())
+        });
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(ObjectError::compile(mf, format!("{:?}", e.inner))),
+            Err(panic) => {
+                return Err(ObjectError::compile(
+                    mf,
+                    format!("Cranelift failed: {panic}"),
+                ));
+            }
+        }
+        let compiled = ctx.compiled_code().expect("compiled above");
+        let bytes = compiled.buffer.data().to_vec();
+        let alignment = u64::from(compiled.buffer.alignment);
+        let mach_relocs = compiled.buffer.relocs().to_vec();
+        let relocs = mach_relocs
+            .iter()
+            .map(|r| {
+                let name = ModuleReloc::from_mach_reloc(
+                    r,
+                    &ctx.func,
+                    cranelift_module::FuncId::from_u32(0),
+                )
+                .name;
+                let target = match name {
+                    ModuleRelocTarget::User {
+                        namespace: 0,
+                        index,
+                    } => Target::Slot(index),
+                    ModuleRelocTarget::FunctionOffset(_, off) => Target::SelfOffset(off),
+                    other => Target::Other(other),
+                };
+                Relocation {
+                    offset: r.offset,
+                    kind: r.kind,
+                    addend: r.addend,
+                    target,
+                }
+            })
+            .collect();
+        out[id] = Code::Compiled {
+            bytes,
+            alignment,
+            relocs,
+        };
+    }
+    Ok(out)
+}
+
+/// The function a forwarding thunk jumps to, when the callee has exactly `func`'s signature (so
+/// that a jump is correct whatever the convention) and nothing the compiled function would do
+/// before the call can be observed ([`prologue_is_unobservable`]).
+fn thunk_target(func: &Function) -> Option<FuncName> {
+    if !is_forwarding_thunk(func) || !prologue_is_unobservable(func) {
+        return None;
+    }
+    let entry = func.layout.entry_block()?;
+    let first = func.layout.first_inst(entry)?;
+    let InstructionData::Call { func_ref, .. } = func.dfg.insts[first] else {
+        return None;
+    };
+    let ext = &func.dfg.ext_funcs[func_ref];
+    // A patchable call site is there to be patched at run time; a jump is not one.
+    if ext.patchable || func.dfg.signatures[ext.signature] != func.signature {
+        return None;
+    }
+    // A function forwarding to itself recurses until the stack overflows; a jump to itself
+    // would loop instead.
+    FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))
+}
+
+/// Whether a jump may stand for `func`'s prologue: it has no stack limit (a function that calls
+/// always checks the limit in its prologue, so the check traps where a jump would not) and no
+/// stack slots (every declared slot grows the frame, which a guard page or stack probe can
+/// observe).
+fn prologue_is_unobservable(func: &Function) -> bool {
+    func.stack_limit.is_none()
+        && func.sized_stack_slots.is_empty()
+        && func.dynamic_stack_slots.is_empty()
+}

@@ -1,0 +1,184 @@
+//! Relocatable objects: the merged module compiled by cranelift-codegen and written by
+//! cranelift-object, with real aliases, minimal thunks, and machine-code folding.
+//!
+//! Phase 1 of 5: names. Every defined function, alias and import gets a *slot*; each function's
+//! external names are rewritten to `u0:<slot>` so that its relocations name slots.
+//! Phase 2 of 5: code. A function that only forwards its arguments to a function of the very
+//! same signature, with no stack limit and no stack slots (whose prologue does nothing
+//! observable), is a *thunk*: its code is one direct jump (`jmp rel32`, 5 bytes, on x86_64; `b`,
+//! 4 bytes, on aarch64), with 1- or 4-byte alignment, which is correct for any calling convention
+//! because it touches no register and no stack. Every other function is compiled.
+//! Phase 3 of 5: folding. Compiled functions whose bytes are identical and whose relocations
+//! point to the same targets — targets that are themselves folded counting as the same, refined to
+//! a fixed point as for the IR — are folded as `crate::fold` decides, under the IR merge's policy:
+//! removed (relocations retargeted), a thunk or an alias. This module only writes what it is told.
+//! Phase 4 of 5: the object. Functions are declared and defined in cranelift-object; aliases are
+//! declared as imports, so references to them get relocations, and then turned into symbols at
+//! their target's section and offset, with the target's size and their own binding.
+//! Phase 5 of 5: with `--function-sections` on ELF, an `.llvm_addrsig` section lists the symbols
+//! whose address is significant, so that `ld.lld --icf=safe` may fold the others.
+//!
+//! Aliases on Mach-O are marked `N_ALT_ENTRY`, so that a linker splitting sections at symbols
+//! (`.subsections_via_symbols`) keeps an alias inside its target's block.
+
+//!
+//! | file | phase |
+//! |---|---|
+//! | `slots.rs` | 1: names |
+//! | `code.rs` | 2: compiled code and jump thunks |
+//! | `folding.rs` | 3: applies `crate::fold`'s decisions to the code |
+//! | `define.rs` | 4: declares and defines functions in cranelift-object |
+//! | `symbols.rs` | 4: alias symbols, the report's symbol map |
+//! | `addrsig.rs` | 5: the address-significance table |
+//! | `target.rs` | targets, ISA flags, the jump thunk's bytes |
+//! | `error.rs` | [`ObjectError`] |
+
+mod addrsig;
+mod code;
+mod define;
+mod error;
+mod folding;
+mod slots;
+mod symbols;
+mod target;
+
+use crate::merge::Mode;
+use crate::module::ClifModule;
+use crate::refs::ModuleRefs;
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use object::SectionKind;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use target_lexicon::{BinaryFormat, Triple};
+
+pub use error::ObjectError;
+pub use slots::symbol_name;
+pub use target::{OptLevel, SUPPORTED_TARGETS, host_target, parse_target};
+
+/// How an object is written.
+#[derive(Clone, Debug)]
+pub struct ObjectOptions {
+    /// The target triple (see [`SUPPORTED_TARGETS`]).
+    pub target: Triple,
+    /// Cranelift's optimization level.
+    pub opt_level: OptLevel,
+    /// One text section per function.
+    pub function_sections: bool,
+    /// The rules for folded functions, as for IR merges.
+    pub mode: Mode,
+    /// Fold functions whose machine code is identical (phase 3).
+    pub fold_machine_code: bool,
+}
+/// What the object holds; the `"object"` part of the JSON report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ObjectReport {
+    /// The target triple.
+    pub target: String,
+    /// `elf` or `macho`.
+    pub format: String,
+    /// Bytes of all text sections, alignment padding included.
+    pub text_bytes: u64,
+    /// The same module compiled without merging or folding (`--size-baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_bytes_unmerged: Option<u64>,
+    /// Functions compiled by Cranelift (not thunks, not folded away).
+    pub functions_compiled: usize,
+    /// Symbols that are aliases (IR merges and folds).
+    pub aliases: usize,
+    /// Functions whose code is one jump.
+    pub thunks: usize,
+    /// Functions of the input with no symbol (IR merges and folds).
+    pub removed: usize,
+    /// Functions folded because their machine code is identical (also counted above).
+    pub folded_machine_code: usize,
+    /// Every function name, as in CLIF, to its symbol in the object.
+    pub symbols: BTreeMap<String, String>,
+}
+
+/// An object file's bytes and what it holds.
+pub struct ObjectOutput {
+    /// The object file.
+    pub bytes: Vec<u8>,
+    /// What it holds.
+    pub report: ObjectReport,
+}
+
+/// Writes `module` (already merged) as an object. `removed_by_merge` is the number of functions
+/// the IR merge removed (for the report).
+pub fn write_object(
+    module: &ClifModule,
+    removed_by_merge: usize,
+    options: &ObjectOptions,
+) -> Result<ObjectOutput, ObjectError> {
+    let isa = target::build_isa(options)?;
+    let macho = match options.target.binary_format {
+        BinaryFormat::Elf => false,
+        BinaryFormat::Macho => true,
+        other => {
+            return Err(ObjectError::Isa(format!(
+                "unsupported object format {other}"
+            )));
+        }
+    };
+    // Phases 1 to 3.
+    let slots = slots::Slots::new(module);
+    let refs = ModuleRefs::of(module);
+    let mut code = code::compile_all(module, &slots, &*isa)?;
+    let folded = if options.fold_machine_code {
+        folding::fold_machine_code(module, &refs, &slots, &mut code, options.mode)
+    } else {
+        0
+    };
+
+    // Phase 4: the object.
+    let mut builder = ObjectBuilder::new(
+        isa.clone(),
+        "clif-merge",
+        cranelift_module::default_libcall_names(),
+    )?;
+    builder.per_function_section(options.function_sections);
+    let mut object_module = ObjectModule::new(builder);
+    let ids = define::declare(&mut object_module, &slots, &code)?;
+    let id_of = |slot: u32| ids[slot as usize].expect("every referenced slot is declared");
+    let jump = target::jump_thunk(&options.target);
+    let defined = define::define(&mut object_module, module, &slots, &code, id_of, &jump)?;
+    let product = object_module.finish();
+    let mut object = product.object;
+    let symbol_of = |slot: u32| product.functions[id_of(slot)].expect("defined above").0;
+    let aliases = symbols::define_aliases(&mut object, &slots, &code, symbol_of, macho);
+    let write_error =
+        |e: object::write::Error| ObjectError::write(format!("cannot write the object: {e}"));
+    let mut bytes = object.write().map_err(write_error)?;
+
+    // Phase 5: the address-significance table.
+    if options.function_sections && !macho {
+        let declared = |s: u32| ids[s as usize].is_some();
+        bytes = addrsig::add_addrsig(&mut object, &bytes, module, &refs, &slots, declared)?;
+    }
+    Ok(ObjectOutput {
+        report: ObjectReport {
+            target: options.target.to_string(),
+            format: if macho { "macho" } else { "elf" }.to_string(),
+            text_bytes: text_bytes(&bytes)?,
+            text_bytes_unmerged: None,
+            functions_compiled: defined.compiled,
+            aliases,
+            thunks: defined.thunks,
+            removed: removed_by_merge + defined.removed,
+            folded_machine_code: folded,
+            symbols: symbols::symbol_map(&slots, &code, macho),
+        },
+        bytes,
+    })
+}
+
+/// Bytes of all text sections of a written object.
+pub fn text_bytes(bytes: &[u8]) -> Result<u64, ObjectError> {
+    use object::{Object as _, ObjectSection as _};
+    let file = object::File::parse(bytes).map_err(ObjectError::write)?;
+    Ok(file
+        .sections()
+        .filter(|s| s.kind() == SectionKind::Text)
+        .map(|s| s.size())
+        .sum())
+}

@@ -1,0 +1,131 @@
+//! Phase 1: every defined function, alias and import gets a *slot*, a number its relocations use.
+
+use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData, UserExternalName};
+use rustc_hash::FxHashMap;
+
+/// The symbol a function name gets: a testcase name without its `%`, a user name as written
+/// (`u0:5`). Mach-O adds its `_` prefix when the object is written.
+pub fn symbol_name(name: &FuncName) -> String {
+    match name {
+        FuncName::Testcase(t) => t.to_string(),
+        FuncName::User { namespace, index } => format!("u{namespace}:{index}"),
+    }
+}
+
+/// What a slot stands for.
+#[derive(Clone, Debug)]
+pub(super) enum SlotKind {
+    Defined(FunctionId),
+    /// An alias: the name of its target.
+    Alias(FuncName),
+    Import,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Slot {
+    pub(super) name: FuncName,
+    pub(super) kind: SlotKind,
+    pub(super) linkage: SymbolLinkage,
+    pub(super) signature: cranelift_codegen::ir::Signature,
+}
+
+/// Phase 1: the slots, in a deterministic order (defined functions in module order, aliases,
+/// then imports in order of first reference).
+pub(super) struct Slots {
+    pub(super) slots: Vec<Slot>,
+    pub(super) index: FxHashMap<FuncName, u32>,
+}
+
+impl Slots {
+    pub(super) fn new(module: &ClifModule) -> Slots {
+        let mut slots = Slots {
+            slots: Vec::new(),
+            index: FxHashMap::default(),
+        };
+        for (id, mf) in module.iter() {
+            slots.add(Slot {
+                name: mf.name.clone(),
+                kind: SlotKind::Defined(id),
+                linkage: mf.linkage,
+                signature: mf.func.signature.clone(),
+            });
+        }
+        for alias in module.aliases() {
+            let signature = module
+                .resolve(&alias.target)
+                .map(|id| module.function(id).func.signature.clone())
+                .unwrap_or_else(|| module.function(module.ids()[0]).func.signature.clone());
+            slots.add(Slot {
+                name: alias.name.clone(),
+                kind: SlotKind::Alias(alias.target.clone()),
+                linkage: alias.linkage,
+                signature,
+            });
+        }
+        for mf in module.functions() {
+            let func = &mf.func;
+            for ext in func.dfg.ext_funcs.values() {
+                if let Some(name) = FuncName::of_external(&ext.name, func) {
+                    let signature = func.dfg.signatures[ext.signature].clone();
+                    slots.add_import(name, signature);
+                }
+            }
+            for gv in func.global_values.values() {
+                if let GlobalValueData::Symbol { name, .. } = gv
+                    && let Some(name) = FuncName::of_external(name, func)
+                {
+                    slots.add_import(name, func.signature.clone());
+                }
+            }
+        }
+        slots
+    }
+
+    fn add(&mut self, slot: Slot) {
+        self.index
+            .insert(slot.name.clone(), self.slots.len() as u32);
+        self.slots.push(slot);
+    }
+
+    fn add_import(&mut self, name: FuncName, signature: cranelift_codegen::ir::Signature) {
+        if !self.index.contains_key(&name) {
+            self.add(Slot {
+                name,
+                kind: SlotKind::Import,
+                linkage: SymbolLinkage::Export,
+                signature,
+            });
+        }
+    }
+
+    /// `func` with every function name replaced by `u0:<slot>`.
+    pub(super) fn renamed(&self, func: &Function) -> Function {
+        let mut func = func.clone();
+        let refs: Vec<_> = func.dfg.ext_funcs.keys().collect();
+        for r in refs {
+            if let Some(name) = FuncName::of_external(&func.dfg.ext_funcs[r].name, &func) {
+                func.dfg.ext_funcs[r].name = self.slot_name(&name, &mut func);
+            }
+        }
+        let gvs: Vec<_> = func.global_values.keys().collect();
+        for gv in gvs {
+            let old = match &func.global_values[gv] {
+                GlobalValueData::Symbol { name, .. } => FuncName::of_external(name, &func),
+                _ => None,
+            };
+            if let Some(old) = old {
+                let new = self.slot_name(&old, &mut func);
+                if let GlobalValueData::Symbol { name, .. } = &mut func.global_values[gv] {
+                    *name = new;
+                }
+            }
+        }
+        func
+    }
+
+    fn slot_name(&self, name: &FuncName, func: &mut Function) -> ExternalName {
+        let slot = self.index[name];
+        ExternalName::user(func.declare_imported_user_function(UserExternalName::new(0, slot)))
+    }
+}

@@ -1,0 +1,176 @@
+//! Applying a plan: redirect calls, turn replaced functions into thunks or aliases, remove the
+//! rest, add private copies. In this file `f` is the kept function of a class and `g` a replaced
+//! one.
+
+use super::plan::{Kept, MergePlan};
+use super::policy::Action;
+use super::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
+use crate::module::{
+    Alias, ClifModule, FuncName, FunctionId, ModuleFunction, Symbol, SymbolLinkage,
+};
+use crate::parallel;
+use crate::refs::{FunctionRefs, ModuleRefs};
+use cranelift_codegen::ir::{ExtFuncData, FuncRef, Function, Inst, InstructionData};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+use rustc_hash::FxHashMap;
+
+/// Rewrites `module` as `plan` says; `refs` are the module's references before the rewrite.
+pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
+    if plan.classes.is_empty() {
+        return;
+    }
+    // Phase 1 of 3: what each function becomes, and where calls go (both by class index).
+    let kept_names: Vec<FuncName> = plan
+        .classes
+        .iter()
+        .map(|c| c.kept_name(module).clone())
+        .collect();
+    let mut action_of: SecondaryMap<FunctionId, Option<(Action, u32)>> = SecondaryMap::new();
+    let mut redirect: SecondaryMap<FunctionId, Option<u32>> = SecondaryMap::new();
+    // Private copies, each with the function it copies and the one it goes before.
+    let mut copies: Vec<(FunctionId, FunctionId, ModuleFunction)> = Vec::new();
+    for (c, class) in plan.classes.iter().enumerate() {
+        for &(g, action) in &class.replaced {
+            action_of[g] = Some((action, c as u32));
+            // A preemptible function's callers keep calling it: it may be replaced at link time.
+            if !module.function(g).linkage.is_preemptible() {
+                redirect[g] = Some(c as u32);
+            }
+        }
+        if let Kept::PrivateCopy { of, name } = &class.kept {
+            let before = class.replaced.iter().map(|r| r.0).min().unwrap_or(*of);
+            copies.push((*of, before, private_copy(module.function(*of), name)));
+        }
+    }
+    let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
+    let redirects: Vec<Vec<(FuncRef, &FuncName)>> = parallel::map(
+        &ids,
+        || (),
+        |_, _, &id| redirects_in(refs.of_function(id), &redirect, &kept_names),
+    );
+
+    // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
+    parallel::for_each_mut(module.all_functions_mut(), |i, mf| {
+        let id = FunctionId::new(i);
+        match action_of[id] {
+            None => redirect_calls(&mut mf.func, &redirects[i], refs.of_function(id)),
+            Some((Action::Thunk, c)) => {
+                let f = &kept_names[c as usize];
+                // In place only for small bodies: a cleared function keeps the capacity of its
+                // tables, which should not outlive the merge by more than a little.
+                if mf.func.dfg.num_insts() <= REUSE_MAX_INSTS {
+                    rewrite_as_thunk(&mut mf.func, &mf.name, f)
+                } else {
+                    mf.func = write_thunk(&mf.name, &mf.func.signature, f)
+                }
+            }
+            Some((Action::Removed | Action::Alias, _)) => {}
+        }
+    });
+    let mut gone = EntitySet::with_capacity(ids.len());
+    let mut new_aliases = Vec::new();
+    for &id in &ids {
+        match action_of[id] {
+            Some((Action::Removed, _)) => {
+                gone.insert(id);
+            }
+            Some((Action::Alias, c)) => {
+                gone.insert(id);
+                let mf = module.function(id);
+                new_aliases.push(Alias {
+                    name: mf.name.clone(),
+                    target: kept_names[c as usize].clone(),
+                    linkage: mf.linkage,
+                });
+            }
+            None | Some((Action::Thunk, _)) => {}
+        }
+    }
+    for (of, _, copy) in &mut copies {
+        redirect_calls(
+            &mut copy.func,
+            &redirects[of.index()],
+            refs.of_function(*of),
+        );
+    }
+    drop(redirects);
+
+    // Phase 3 of 3: the layout and the symbols.
+    module.update(
+        gone,
+        copies
+            .into_iter()
+            .map(|(_, before, copy)| (before, copy))
+            .collect(),
+        new_aliases,
+    );
+}
+
+/// A local copy of `original` named `name`.
+fn private_copy(original: &ModuleFunction, name: &FuncName) -> ModuleFunction {
+    let mut func = original.func.clone();
+    func.name = name.to_user_func_name();
+    ModuleFunction {
+        name: name.clone(),
+        func,
+        linkage: SymbolLinkage::Local,
+        origin: original.origin.clone(),
+    }
+}
+
+/// The declarations of a function (with references `refs`) that name a function whose calls go
+/// to another, with the name they go to.
+fn redirects_in<'n>(
+    refs: &FunctionRefs,
+    redirect: &SecondaryMap<FunctionId, Option<u32>>,
+    kept_names: &'n [FuncName],
+) -> Vec<(FuncRef, &'n FuncName)> {
+    refs.callees
+        .iter()
+        .enumerate()
+        .filter_map(|(r, symbol)| match symbol {
+            Some(Symbol::Function(id)) => {
+                redirect[*id].map(|c| (FuncRef::new(r), &kept_names[c as usize]))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Points every call (not address) through the declarations in `redirects` at their new name.
+/// A declaration that `func_addr` also uses keeps its name (the address is `g`'s) and calls get
+/// a new declaration; without `func_addr`, renaming the declarations is enough.
+fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, &FuncName)], refs: &FunctionRefs) {
+    if redirects.is_empty() {
+        return;
+    }
+    let mut call_target: FxHashMap<FuncRef, FuncRef> = FxHashMap::default();
+    for &(fr, target) in redirects {
+        let new_name = target.to_external(func);
+        if refs.address_uses.binary_search(&fr).is_ok() {
+            let data = ExtFuncData {
+                name: new_name,
+                ..func.dfg.ext_funcs[fr].clone()
+            };
+            let new_ref = func.dfg.ext_funcs.push(data);
+            call_target.insert(fr, new_ref);
+        } else {
+            func.dfg.ext_funcs[fr].name = new_name;
+        }
+    }
+    if call_target.is_empty() {
+        return;
+    }
+    // Instructions are scanned in storage order, not layout order: every instruction that is
+    // not in the layout is dead, and rewriting it too is harmless (and cheaper than the walk).
+    for i in 0..func.dfg.num_insts() {
+        match &mut func.dfg.insts[Inst::new(i)] {
+            InstructionData::Call { func_ref, .. } | InstructionData::TryCall { func_ref, .. } => {
+                if let Some(&new_ref) = call_target.get(func_ref) {
+                    *func_ref = new_ref;
+                }
+            }
+            _ => {}
+        }
+    }
+}

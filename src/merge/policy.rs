@@ -1,0 +1,132 @@
+//! The merge policy: which member of a class keeps its body and what becomes of the others. One
+//! set of rules for both kinds of merge: the IR merge (`merge`) and machine-code folding
+//! (`crate::fold`). In this file `f` is the kept function of a class and `g` a replaced one.
+//!
+//! The rules, one hazard each:
+//! - The kept function is the first member by [`kept_order`]: linkage (export, hidden, local,
+//!   preemptible), then name. Keeping the most visible function lets the others go.
+//! - A preemptible function may be replaced at link time, so it is never kept as the body others
+//!   call. When every member is preemptible, the IR merge makes a private copy of the body and
+//!   every member becomes a thunk (or alias) of it ([`AllPreemptible::PrivateCopy`]); machine-code
+//!   folding, which cannot copy, only makes aliases, which name the body itself whatever the link
+//!   does with the symbol, and leaves the would-be thunks alone ([`AllPreemptible::AliasesOnly`]).
+//! - A `local` function whose address nobody takes can only be reached by the calls we redirect:
+//!   it is removed ([`can_remove`]).
+//! - Any other function may be reached from outside the module or compared by address: it keeps
+//!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
+//! - A function that already only forwards its arguments to `f` gains nothing from becoming a
+//!   thunk (it is one); leaving it keeps the pass idempotent.
+
+use super::Mode;
+use crate::module::{FunctionId, ModuleFunction, SymbolLinkage};
+use serde::Serialize;
+
+/// What became of a replaced function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Its symbol is an alias of the kept function; it has no code of its own.
+    Alias,
+    /// Its body calls the kept function and returns its results.
+    Thunk,
+    /// It is gone; its callers call the kept function.
+    Removed,
+}
+
+impl Action {
+    /// The word the reports use.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Action::Alias => "alias",
+            Action::Thunk => "thunk",
+            Action::Removed => "removed",
+        }
+    }
+}
+
+/// The order in which class members are considered for keeping.
+pub fn kept_order(a: &ModuleFunction, b: &ModuleFunction) -> std::cmp::Ordering {
+    a.linkage.cmp(&b.linkage).then_with(|| a.name.cmp(&b.name))
+}
+
+/// Whether `g` can disappear: only the calls we redirect can reach it.
+pub fn can_remove(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> bool {
+    mode != Mode::Thunks && linkage == SymbolLinkage::Local && !address_taken
+}
+
+/// What `g` becomes once merged.
+pub fn action_for(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> Action {
+    if can_remove(mode, linkage, address_taken) {
+        Action::Removed
+    } else if mode == Mode::Aliases {
+        Action::Alias
+    } else {
+        Action::Thunk
+    }
+}
+
+/// What a merge can do when every member of a class is preemptible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllPreemptible {
+    /// Copy the body under a new local name; every member is replaced (the IR merge).
+    PrivateCopy,
+    /// Keep the first member's body; the others become aliases of it, never thunks (folding).
+    AliasesOnly,
+}
+
+/// What a class's members know about themselves, for the policy.
+pub struct MemberFacts<'a> {
+    /// The member itself.
+    pub function: &'a ModuleFunction,
+    /// Whether its address is observable in the module.
+    pub address_taken: bool,
+    /// Whether it already is a minimal thunk (see the module docs).
+    pub already_a_thunk: bool,
+}
+
+/// One class's decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassDecision {
+    /// The first member by [`kept_order`]: the kept function, or the one a private copy copies.
+    pub first: FunctionId,
+    /// Whether the body goes to a private copy (the first is preemptible, so all are).
+    pub private_copy: bool,
+    /// What becomes of the others, in no particular order.
+    pub replaced: Vec<(FunctionId, Action)>,
+}
+
+/// Decides a class of two or more equal members; None when nothing would change.
+pub fn decide_class<'a>(
+    mode: Mode,
+    all_preemptible: AllPreemptible,
+    members: &[FunctionId],
+    facts: impl Fn(FunctionId) -> MemberFacts<'a>,
+) -> Option<ClassDecision> {
+    let mut members = members.to_vec();
+    let (at, _) = members
+        .iter()
+        .enumerate()
+        .min_by(|(_, a), (_, b)| kept_order(facts(**a).function, facts(**b).function))?;
+    members.swap(0, at);
+    let first = members[0];
+    let preemptible = facts(first).function.linkage.is_preemptible();
+    let private_copy = preemptible && all_preemptible == AllPreemptible::PrivateCopy;
+    if !private_copy {
+        members.remove(0);
+    }
+    let replaced: Vec<(FunctionId, Action)> = members
+        .into_iter()
+        .filter_map(|g| {
+            let g_facts = facts(g);
+            let action = action_for(mode, g_facts.function.linkage, g_facts.address_taken);
+            let keep_as_is = action == Action::Thunk
+                && (g_facts.already_a_thunk || (preemptible && !private_copy));
+            (!keep_as_is).then_some((g, action))
+        })
+        .collect();
+    (!replaced.is_empty()).then_some(ClassDecision {
+        first,
+        private_copy,
+        replaced,
+    })
+}

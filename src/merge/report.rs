@@ -1,0 +1,107 @@
+//! What a merge did, as data: the classes by name, and where every replaced function's callers
+//! now go. Built from the plan before the module is rewritten.
+
+use super::plan::MergePlan;
+use super::policy::Action;
+use crate::module::{ClifModule, FuncName, FunctionId};
+use crate::parallel;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One replaced function of a class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Replacement {
+    /// Its name.
+    pub name: FuncName,
+    /// What it became.
+    pub by: Action,
+}
+
+/// One class of two or more equal functions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MergedClass {
+    /// The function whose body remains (a new private name when a private copy was made).
+    pub kept: FuncName,
+    /// The others, by name.
+    pub replaced: Vec<Replacement>,
+}
+
+/// What the pass did to a module. Serialized, it is the JSON report's contract (`functions`,
+/// `merged`, `classes[{kept, replaced[{name, by}]}]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MergeReport {
+    /// Functions defined in the input.
+    pub functions: usize,
+    /// Functions that no longer carry their own body.
+    pub merged: usize,
+    /// The classes, ordered by their smallest name; in each, the replaced ones by name.
+    pub classes: Vec<MergedClass>,
+    /// Every replaced function's id in the input module, with the name of the function that
+    /// now has its body (ids are stable: they name the same functions after the merge).
+    #[serde(skip)]
+    pub redirects: BTreeMap<FunctionId, FuncName>,
+}
+
+impl MergeReport {
+    /// The report of `plan` for `module` (not yet rewritten).
+    pub fn of_plan(module: &ClifModule, plan: &MergePlan) -> MergeReport {
+        let mut classes: Vec<(FuncName, MergedClass)> = parallel::map(
+            &plan.classes,
+            || (),
+            |_, _, class| {
+                let mut replaced: Vec<(&FuncName, Action)> = class
+                    .replaced
+                    .iter()
+                    .map(|&(g, action)| (&module.function(g).name, action))
+                    .collect();
+                replaced.sort_by(|a, b| a.0.cmp(b.0));
+                let kept = class.kept_name(module);
+                let smallest = replaced.first().map_or(kept, |r| r.0).min(kept).clone();
+                let class = MergedClass {
+                    kept: kept.clone(),
+                    replaced: replaced
+                        .into_iter()
+                        .map(|(name, by)| Replacement {
+                            name: name.clone(),
+                            by,
+                        })
+                        .collect(),
+                };
+                (smallest, class)
+            },
+        );
+        classes.sort_by(|a, b| a.0.cmp(&b.0));
+        let redirects = plan
+            .classes
+            .iter()
+            .flat_map(|class| {
+                let kept = class.kept_name(module);
+                class.replaced.iter().map(|&(g, _)| (g, kept.clone()))
+            })
+            .collect();
+        MergeReport {
+            functions: module.len(),
+            merged: plan.merged(),
+            classes: classes.into_iter().map(|(_, c)| c).collect(),
+            redirects,
+        }
+    }
+
+    /// The function that now holds the body of the function named `name`: the kept function
+    /// when `name` was replaced, `name` itself otherwise.
+    pub fn body_of<'a>(&'a self, name: &'a FuncName) -> &'a FuncName {
+        self.classes
+            .iter()
+            .find(|c| c.replaced.iter().any(|r| &r.name == name))
+            .map_or(name, |c| &c.kept)
+    }
+
+    /// How many functions were removed outright (no symbol left).
+    pub fn removed(&self) -> usize {
+        self.classes
+            .iter()
+            .flat_map(|c| &c.replaced)
+            .filter(|r| r.by == Action::Removed)
+            .count()
+    }
+}

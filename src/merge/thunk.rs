@@ -1,0 +1,166 @@
+//! Thunks: writing a function whose body only forwards its arguments to another and returns its
+//! results, and recognizing one.
+
+use crate::module::FuncName;
+use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::ir::{
+    ExtFuncData, Function, InstBuilder, InstructionData, Opcode, Signature,
+};
+use cranelift_codegen::isa::CallConv;
+
+/// Whether `func` only passes its parameters, in order, to one direct call and returns that
+/// call's results: the shape of a thunk.
+pub fn is_forwarding_thunk(func: &Function) -> bool {
+    // Counting what was ever created spares a walk of the layout for almost every function. A
+    // thunk that also holds dead instructions is not recognised: it becomes a new thunk, which
+    // is correct, only not idempotent.
+    if func.dfg.num_insts() > 2 || func.dfg.num_blocks() > 1 {
+        return false;
+    }
+    let mut blocks = func.layout.blocks();
+    let (Some(entry), None) = (blocks.next(), blocks.next()) else {
+        return false;
+    };
+    let params = func.dfg.block_params(entry);
+    let insts: Vec<_> = func.layout.block_insts(entry).collect();
+    let forwards = |args: &[cranelift_codegen::ir::Value]| args == params;
+    match insts[..] {
+        [only] => match func.dfg.insts[only] {
+            InstructionData::Call {
+                opcode: Opcode::ReturnCall,
+                args,
+                ..
+            } => forwards(args.as_slice(&func.dfg.value_lists)),
+            _ => false,
+        },
+        [call, ret] => {
+            let is_call = matches!(
+                func.dfg.insts[call],
+                InstructionData::Call { opcode: Opcode::Call, args, .. }
+                    if forwards(args.as_slice(&func.dfg.value_lists))
+            );
+            let returns_results = matches!(
+                func.dfg.insts[ret],
+                InstructionData::MultiAry { opcode: Opcode::Return, args }
+                    if args.as_slice(&func.dfg.value_lists) == func.dfg.inst_results(call)
+            );
+            is_call && returns_results
+        }
+        _ => false,
+    }
+}
+
+/// A function named `g` with signature `sig` that passes its arguments to `f` and returns its
+/// results: a `return_call` under the `tail` convention, a call and a return otherwise.
+pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
+    let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
+    write_thunk_body(&mut func, f);
+    func
+}
+
+/// The largest body (in instructions created) whose memory a thunk reuses.
+pub(crate) const REUSE_MAX_INSTS: usize = 256;
+
+/// Replaces the body of `func`, named `g`, by a thunk calling `f` ([`write_thunk`]'s), reusing
+/// its memory: the same function as `write_thunk` writes, without freeing and allocating again
+/// every table of the function.
+pub(crate) fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) {
+    let sig = std::mem::replace(&mut func.signature, Signature::new(CallConv::Fast));
+    func.clear();
+    // `Function::clear` leaves the exception tables (cranelift 0.135).
+    func.dfg.exception_tables.clear();
+    func.name = g.to_user_func_name();
+    func.signature = sig;
+    write_thunk_body(func, f);
+}
+
+/// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else.
+fn write_thunk_body(func: &mut Function, f: &FuncName) {
+    let sig = func.signature.clone();
+    let callee_name = f.to_external(func);
+    let sig_ref = func.import_signature(sig.clone());
+    let callee = func.import_function(ExtFuncData {
+        name: callee_name,
+        signature: sig_ref,
+        colocated: true,
+        patchable: false,
+    });
+    let block = func.dfg.make_block();
+    for param in &sig.params {
+        func.dfg.append_block_param(block, param.value_type);
+    }
+    let mut pos = FuncCursor::new(func);
+    pos.insert_block(block);
+    let args = pos.func.dfg.block_params(block).to_vec();
+    if sig.call_conv == CallConv::Tail {
+        pos.ins().return_call(callee, &args);
+    } else {
+        let call = pos.ins().call(callee, &args);
+        let results = pos.func.dfg.inst_results(call).to_vec();
+        pos.ins().return_(&results);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Function {
+        let mut funcs = cranelift_reader::parse_functions(text).expect("valid CLIF");
+        funcs.remove(0)
+    }
+
+    /// The thunk written into an old body is the very function `write_thunk` makes, for every
+    /// calling convention, with and without results, and from a body with exception tables,
+    /// jump tables, stack slots and constants to forget.
+    #[test]
+    fn thunk_in_place_equals_a_fresh_thunk() {
+        let bodies = [
+            "function %g(i32) -> i32 tail {
+                sig0 = (i32) -> i32 tail
+                fn0 = %callee sig0
+            block0(v0: i32):
+                try_call fn0(v0), sig0, block1(ret0), [ tag1: block2(exn0), default: block3 ]
+            block1(v1: i32):
+                return v1
+            block2(v2: i64):
+                v3 = iconst.i32 1
+                return v3
+            block3:
+                v4 = iconst.i32 2
+                return v4
+            }",
+            "function %g(i64, f64) system_v {
+                ss0 = explicit_slot 16
+            block0(v0: i64, v1: f64):
+                v9 = stack_addr.i64 ss0
+                store v1, v9
+                v2 = vconst.i8x16 0x01
+                br_table v0, block1, [block1, block2]
+            block1:
+                return
+            block2:
+                trap user1
+            }",
+            "function u0:7() -> i8 fast {
+            block0:
+                v0 = iconst.i8 3
+                return v0
+            }",
+        ];
+        for text in bodies {
+            let mut func = parse(text);
+            let g = FuncName::of_function(&func);
+            let f = FuncName::parse("%kept").unwrap();
+            let fresh = write_thunk(&g, &func.signature, &f);
+            rewrite_as_thunk(&mut func, &g, &f);
+            assert!(
+                func == fresh,
+                "in place:\n{}fresh:\n{}",
+                func.display(),
+                fresh.display()
+            );
+            assert!(func.dfg.exception_tables.is_empty());
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! What every function refers to, found once per module and read by every consumer: the merge
+//! driver (which calls may be redirected), the merge policy (whose address is taken), the
+//! object writer (address-significance tables, machine-code folding) and `--verify`.
+//!
+//! A function refers to other functions in three ways: a call through an external-function
+//! declaration (`fnN`), the address of such a declaration (`func_addr`), and a `symbol` global
+//! value. An alias also takes its target's address: both names are one address.
+
+use crate::module::{ClifModule, FuncName, FunctionId, Symbol};
+use crate::parallel;
+use cranelift_codegen::ir::{FuncRef, Function, GlobalValueData, Inst, InstructionData};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+
+/// What one function refers to.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionRefs {
+    /// What each external-function declaration names in the module, by `FuncRef`.
+    pub callees: Box<[Option<Symbol>]>,
+    /// Declarations whose address is taken (`func_addr`), in `FuncRef` order, each once.
+    pub address_uses: Box<[FuncRef]>,
+    /// Every name, in the module or not, whose address the function uses (`func_addr`
+    /// operands, then `symbol` global values), in declaration order, repeats included.
+    pub addresses: Box<[FuncName]>,
+}
+
+impl FunctionRefs {
+    /// Finds `func`'s references in `module`. Instructions are scanned in storage order, not
+    /// layout order: an instruction that is not in the layout is dead, and counting it too is
+    /// only conservative (and cheaper than the walk).
+    pub fn of(module: &ClifModule, func: &Function) -> FunctionRefs {
+        let callees = func
+            .dfg
+            .ext_funcs
+            .values()
+            .map(|ext| module.lookup_external(&ext.name, func))
+            .collect();
+        let mut address_uses: Vec<FuncRef> = Vec::new();
+        if !func.dfg.ext_funcs.is_empty() {
+            for i in 0..func.dfg.num_insts() {
+                if let InstructionData::FuncAddr { func_ref, .. } = func.dfg.insts[Inst::new(i)] {
+                    address_uses.push(func_ref);
+                }
+            }
+        }
+        let mut addresses: Vec<FuncName> = address_uses
+            .iter()
+            .filter_map(|&r| FuncName::of_external(&func.dfg.ext_funcs[r].name, func))
+            .collect();
+        for gv in func.global_values.values() {
+            if let GlobalValueData::Symbol { name, .. } = gv {
+                addresses.extend(FuncName::of_external(name, func));
+            }
+        }
+        address_uses.sort_unstable();
+        address_uses.dedup();
+        FunctionRefs {
+            callees,
+            address_uses: address_uses.into(),
+            addresses: addresses.into(),
+        }
+    }
+
+    /// Whether the function uses `func_addr`.
+    pub fn takes_address(&self) -> bool {
+        !self.address_uses.is_empty()
+    }
+}
+
+/// What every function of a module refers to.
+#[derive(Clone, Debug, Default)]
+pub struct ModuleRefs {
+    functions: SecondaryMap<FunctionId, FunctionRefs>,
+    address_taken: EntitySet<FunctionId>,
+}
+
+impl ModuleRefs {
+    /// Finds the references of every function of `module` (in parallel in a large module).
+    pub fn of(module: &ClifModule) -> ModuleRefs {
+        let ids = module.ids();
+        let found = parallel::map(
+            ids,
+            || (),
+            |_, _, &id| FunctionRefs::of(module, &module.function(id).func),
+        );
+        let mut refs = ModuleRefs::default();
+        for (&id, function_refs) in ids.iter().zip(found) {
+            refs.functions[id] = function_refs;
+        }
+        refs.address_taken = refs.find_address_taken(module);
+        refs
+    }
+
+    /// What `f` refers to.
+    pub fn of_function(&self, f: FunctionId) -> &FunctionRefs {
+        &self.functions[f]
+    }
+
+    /// Whether the address of the defined function `f` is observable inside the module: named
+    /// by `func_addr`, by a `symbol` global value, or by an alias.
+    pub fn address_taken(&self, f: FunctionId) -> bool {
+        self.address_taken.contains(f)
+    }
+
+    fn find_address_taken(&self, module: &ClifModule) -> EntitySet<FunctionId> {
+        let mut taken = EntitySet::with_capacity(module.id_count());
+        for &id in module.ids() {
+            for name in &self.functions[id].addresses {
+                if let Some(target) = module.resolve(name) {
+                    taken.insert(target);
+                }
+            }
+        }
+        for alias in module.aliases() {
+            if let Some(target) = module.resolve(&alias.target) {
+                taken.insert(target);
+            }
+        }
+        taken
+    }
+}
