@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod emit;
+mod error;
 pub mod fold;
 mod guard;
 pub mod merge;
@@ -23,13 +24,16 @@ mod name;
 pub mod output;
 mod parallel;
 pub mod partition;
+pub mod pipeline;
 pub mod read;
 pub mod references;
 pub mod refs;
 pub mod report;
+#[cfg(feature = "verify")]
 pub mod verify;
 
 pub use compare::{Fingerprint, compare};
+pub use error::{Error, Result};
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};

@@ -1,13 +1,12 @@
-//! The `clif-merge` command: read, merge, report, write. Everything is computed before anything
-//! is written, and outputs are written all or none (`clif_merge::output`), so a failure leaves
-//! no partial output.
+//! The `clif-merge` command: the command line, turned into a call of the library's pipeline
+//! (`clif_merge::pipeline`). Everything is computed before anything is written, and outputs are
+//! written all or none (`clif_merge::output`), so a failure leaves no partial output.
 
 use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
 use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
-use clif_merge::{
-    Action, Mode, ReadOptions, SymbolLinkage, emit, merge_module, output, read, report, verify,
-};
+use clif_merge::pipeline::{self, PipelineOptions, PipelineOutput};
+use clif_merge::{Mode, ReadOptions, SymbolLinkage, output, report};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -106,11 +105,25 @@ enum ReportFormat {
 fn main() {
     let opts = Opts::parse();
     if let Err(e) = run(opts) {
+        if let Some(clif_merge::Error::VerifyFailed(report)) = e.downcast_ref::<clif_merge::Error>()
+        {
+            print_verify_report(report);
+        }
         eprintln!("error: {e}");
         for cause in e.chain().skip(1) {
             eprintln!("  caused by: {cause}");
         }
         std::process::exit(1);
+    }
+}
+
+fn print_verify_report(checked: &clif_merge::verify::VerifyReport) {
+    eprintln!("{}", checked.summary());
+    if let Some(warning) = checked.coverage_warning() {
+        eprintln!("{warning}");
+    }
+    for mismatch in &checked.mismatches {
+        eprintln!("mismatch: {mismatch}");
     }
 }
 
@@ -124,23 +137,37 @@ fn run(opts: Opts) -> Result<()> {
         None if clif_to_stdout => None,
         None => Some(ReportFormat::Text),
     };
-    let mode = match opts.mode {
-        ModeArg::Safe => Mode::Safe,
-        ModeArg::Aliases => Mode::Aliases,
-        ModeArg::Thunks => Mode::Thunks,
-    };
-    let default_linkage = match opts.default_linkage {
-        LinkageArg::Export => SymbolLinkage::Export,
-        LinkageArg::Hidden => SymbolLinkage::Hidden,
-        LinkageArg::Local => SymbolLinkage::Local,
-        LinkageArg::Preemptible => SymbolLinkage::Preemptible,
-    };
     let output_paths: Vec<&Path> = [opts.output.as_deref(), opts.emit_clif.as_deref()]
         .into_iter()
         .flatten()
         .collect();
     output::check_outputs(&output_paths, &opts.files)?;
-    let object_options = match &opts.output {
+    let options = pipeline_options(&opts)?;
+    let read_options = ReadOptions {
+        default_linkage: opts.default_linkage.into(),
+        verify: true,
+    };
+    let mut done = pipeline::run_files(&opts.files, read_options, &options)?;
+    if let Some(checked) = &done.verify {
+        print_verify_report(checked);
+    }
+    let start = Instant::now();
+    write(&opts, &done, report_format, clif_to_stdout)?;
+    done.phases.push(("write", start.elapsed()));
+    if opts.time_passes {
+        let mut stderr = std::io::stderr().lock();
+        for (name, d) in &done.phases {
+            writeln!(stderr, "{name}-ms: {:.3}", ms(*d))?;
+        }
+        writeln!(stderr, "pass-time-ms: {:.3}", ms(done.pass_times.total()))?;
+    }
+    Ok(())
+}
+
+/// The pipeline's options from the command line's.
+fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
+    let mode = opts.mode.into();
+    let object = match &opts.output {
         None if opts.target.is_some() || opts.size_baseline || opts.function_sections => {
             bail!("--target, --function-sections and --size-baseline need -o PATH")
         }
@@ -150,101 +177,45 @@ fn run(opts: Opts) -> Result<()> {
                 Some(t) => obj::parse_target(t)?,
                 None => obj::host_target()?,
             },
-            opt_level: match opts.opt_level {
-                OptLevelArg::None => OptLevel::None,
-                OptLevelArg::Speed => OptLevel::Speed,
-                OptLevelArg::SpeedAndSize => OptLevel::SpeedAndSize,
-            },
+            opt_level: opts.opt_level.into(),
             function_sections: opts.function_sections,
             mode,
             fold_machine_code: true,
         }),
     };
+    Ok(PipelineOptions {
+        mode,
+        verify: opts.verify.then(clif_merge::verify::VerifyOptions::default),
+        object,
+        size_baseline: opts.size_baseline,
+        emit_clif: opts.emit_clif.is_some(),
+    })
+}
 
-    let mut phases: Vec<(&str, Duration)> = Vec::new();
-    let start = Instant::now();
-    let options = ReadOptions {
-        default_linkage,
-        verify: true,
-    };
-    let mut module = read::read_files(&opts.files, options)?;
-    phases.push(("read-and-verify", start.elapsed()));
-
-    let unmerged = opts.size_baseline.then(|| module.clone());
-    let original = opts.verify.then(|| module.clone());
-    let (merge_report, times) = merge_module(&mut module, mode);
-    phases.push(("hash", times.hashing));
-    phases.push(("compare", times.comparing));
-    phases.push(("merge", times.merging));
-
-    if let Some(original) = &original {
-        let start = Instant::now();
-        let options = verify::VerifyOptions::default();
-        let checked = verify::verify_merge(original, &module, &merge_report, &options);
-        eprintln!("{}", checked.summary());
-        if let Some(warning) = checked.coverage_warning() {
-            eprintln!("{warning}");
-        }
-        for mismatch in &checked.mismatches {
-            eprintln!("mismatch: {mismatch}");
-        }
-        if !checked.is_ok() {
-            bail!(
-                "--verify: {} runs behave differently after merging; nothing written",
-                checked.mismatches.len()
-            );
-        }
-        phases.push(("verify", start.elapsed()));
-    }
-
-    let start = Instant::now();
-    let object = match &object_options {
-        None => None,
-        Some(options) => {
-            let removed = merge_report
-                .classes
-                .iter()
-                .flat_map(|c| &c.replaced)
-                .filter(|r| r.by == Action::Removed)
-                .count();
-            let mut out = obj::write_object(&module, removed, options)?;
-            if let Some(unmerged) = &unmerged {
-                let baseline = ObjectOptions {
-                    fold_machine_code: false,
-                    ..options.clone()
-                };
-                let base = obj::write_object(unmerged, 0, &baseline)?;
-                out.report.text_bytes_unmerged = Some(base.report.text_bytes);
-            }
-            Some(out)
-        }
-    };
-    if object.is_some() {
-        phases.push(("compile-and-object", start.elapsed()));
-    }
-
-    let start = Instant::now();
-    let clif = opts
-        .emit_clif
-        .as_ref()
-        .map(|_| emit::module_to_clif(&module));
-    let object_report = object.as_ref().map(|o| &o.report);
+/// Writes the output files (all or none), then standard output.
+fn write(
+    opts: &Opts,
+    done: &PipelineOutput,
+    report_format: Option<ReportFormat>,
+    clif_to_stdout: bool,
+) -> Result<()> {
+    let object_report = done.object.as_ref().map(|o| &o.report);
     let report_text = report_format.map(|f| match f {
-        ReportFormat::Json => report::to_json(&merge_report, object_report) + "\n",
-        ReportFormat::Text => report::to_text(&merge_report, object_report),
+        ReportFormat::Json => report::to_json(&done.report, object_report) + "\n",
+        ReportFormat::Text => report::to_text(&done.report, object_report),
     });
     let mut files: Vec<(&Path, &[u8])> = Vec::new();
-    if let (Some(path), Some(object)) = (&opts.output, &object) {
+    if let (Some(path), Some(object)) = (&opts.output, &done.object) {
         files.push((path, &object.bytes));
     }
-    if let (Some(path), Some(clif)) = (&opts.emit_clif, &clif)
+    if let (Some(path), Some(clif)) = (&opts.emit_clif, &done.clif)
         && !clif_to_stdout
     {
         files.push((path, clif.as_bytes()));
     }
     output::write_outputs(&files)?;
     let mut stdout = std::io::stdout().lock();
-    if let Some(clif) = clif.as_ref().filter(|_| clif_to_stdout) {
+    if let Some(clif) = done.clif.as_ref().filter(|_| clif_to_stdout) {
         stdout.write_all(clif.as_bytes())?;
     }
     if let Some(text) = report_text {
@@ -258,16 +229,38 @@ fn run(opts: Opts) -> Result<()> {
         }
     }
     stdout.flush()?;
-    phases.push(("write", start.elapsed()));
-
-    if opts.time_passes {
-        let mut stderr = std::io::stderr().lock();
-        for (name, d) in &phases {
-            writeln!(stderr, "{name}-ms: {:.3}", ms(*d))?;
-        }
-        writeln!(stderr, "pass-time-ms: {:.3}", ms(times.total()))?;
-    }
     Ok(())
+}
+
+impl From<ModeArg> for Mode {
+    fn from(mode: ModeArg) -> Mode {
+        match mode {
+            ModeArg::Safe => Mode::Safe,
+            ModeArg::Aliases => Mode::Aliases,
+            ModeArg::Thunks => Mode::Thunks,
+        }
+    }
+}
+
+impl From<LinkageArg> for SymbolLinkage {
+    fn from(linkage: LinkageArg) -> SymbolLinkage {
+        match linkage {
+            LinkageArg::Export => SymbolLinkage::Export,
+            LinkageArg::Hidden => SymbolLinkage::Hidden,
+            LinkageArg::Local => SymbolLinkage::Local,
+            LinkageArg::Preemptible => SymbolLinkage::Preemptible,
+        }
+    }
+}
+
+impl From<OptLevelArg> for OptLevel {
+    fn from(level: OptLevelArg) -> OptLevel {
+        match level {
+            OptLevelArg::None => OptLevel::None,
+            OptLevelArg::Speed => OptLevel::Speed,
+            OptLevelArg::SpeedAndSize => OptLevel::SpeedAndSize,
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {

@@ -96,6 +96,7 @@ pub struct ObjectReport {
 }
 
 /// An object file's bytes and what it holds.
+#[derive(Clone, Debug)]
 pub struct ObjectOutput {
     /// The object file.
     pub bytes: Vec<u8>,

@@ -1,0 +1,35 @@
+//! The library's errors: one type, [`Error`], for every step of the pipeline, each variant the
+//! step's own typed error.
+
+use crate::emit::object::ObjectError;
+use crate::module::ModuleError;
+use crate::output::OutputError;
+use crate::read::InputError;
+
+/// An error of any step of the pipeline. Each message names the file and line of bad input, or
+/// the function that Cranelift refused; none of them is a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading: the input is not valid CLIF, or its directives are wrong.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// Building a module by hand (not through the reader).
+    #[error(transparent)]
+    Module(#[from] ModuleError),
+    /// Compiling or writing the object.
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+    /// Writing outputs.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// `--verify` found functions that behave differently after merging; the report says which.
+    #[cfg(feature = "verify")]
+    #[error(
+        "--verify: {} runs behave differently after merging; nothing written",
+        .0.mismatches.len()
+    )]
+    VerifyFailed(Box<crate::verify::VerifyReport>),
+}
+
+/// A result of the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

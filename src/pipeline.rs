@@ -1,0 +1,130 @@
+//! The whole job, as the command line runs it and as an embedder can: read, merge, verify,
+//! compile, and the outputs as data. Nothing is written to disk here (see [`crate::output`]),
+//! so a failure at any step leaves no partial output.
+
+use crate::emit::object::{ObjectOptions, ObjectOutput, write_object};
+use crate::error::Result;
+use crate::merge::{Mode, PassTimes, merge_module};
+use crate::module::ClifModule;
+use crate::read::{ReadOptions, read_files};
+use crate::{MergeReport, emit};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What the pipeline does after merging.
+#[derive(Clone, Debug, Default)]
+pub struct PipelineOptions {
+    /// What addresses of merged functions must preserve.
+    pub mode: Mode,
+    /// Run every function before and after merging in cranelift-interpreter; a difference is an
+    /// error ([`crate::Error::VerifyFailed`]).
+    #[cfg(feature = "verify")]
+    pub verify: Option<crate::verify::VerifyOptions>,
+    /// Compile the merged module into an object.
+    pub object: Option<ObjectOptions>,
+    /// With `object`, also compile the module unmerged, for `text_bytes_unmerged`.
+    pub size_baseline: bool,
+    /// Write the merged module as CLIF text.
+    pub emit_clif: bool,
+}
+
+/// Everything the pipeline made.
+#[derive(Debug)]
+pub struct PipelineOutput {
+    /// The merged module.
+    pub module: ClifModule,
+    /// What was merged.
+    pub report: MergeReport,
+    /// The pass's own phases.
+    pub pass_times: PassTimes,
+    /// Every step's wall time, in order (`read-and-verify`, `hash`, `compare`, `merge`,
+    /// `verify`, `compile-and-object`).
+    pub phases: Vec<(&'static str, Duration)>,
+    /// What `--verify` found, when it ran (and found nothing wrong).
+    #[cfg(feature = "verify")]
+    pub verify: Option<crate::verify::VerifyReport>,
+    /// The object, when asked for.
+    pub object: Option<ObjectOutput>,
+    /// The merged module as CLIF, when asked for.
+    pub clif: Option<String>,
+}
+
+/// Reads `files` as one module and runs [`run`] on it.
+pub fn run_files(
+    files: &[PathBuf],
+    read_options: ReadOptions,
+    options: &PipelineOptions,
+) -> Result<PipelineOutput> {
+    let start = Instant::now();
+    let module = read_files(files, read_options)?;
+    let read_time = start.elapsed();
+    let mut output = run(module, options)?;
+    output.phases.insert(0, ("read-and-verify", read_time));
+    Ok(output)
+}
+
+/// Merges `module`, then verifies, compiles and writes CLIF as `options` say.
+pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<PipelineOutput> {
+    let mut phases = Vec::new();
+    let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
+    #[cfg(feature = "verify")]
+    let original = options.verify.as_ref().map(|_| module.clone());
+    let (report, pass_times) = merge_module(&mut module, options.mode);
+    phases.push(("hash", pass_times.hashing));
+    phases.push(("compare", pass_times.comparing));
+    phases.push(("merge", pass_times.merging));
+
+    #[cfg(feature = "verify")]
+    let verify = match (&original, &options.verify) {
+        (Some(original), Some(verify_options)) => {
+            let start = Instant::now();
+            let checked = crate::verify::verify_merge(original, &module, &report, verify_options);
+            if !checked.is_ok() {
+                return Err(crate::Error::VerifyFailed(Box::new(checked)));
+            }
+            phases.push(("verify", start.elapsed()));
+            Some(checked)
+        }
+        _ => None,
+    };
+
+    let object = match &options.object {
+        None => None,
+        Some(object_options) => {
+            let start = Instant::now();
+            let object = compile(&module, &report, unmerged.as_ref(), object_options)?;
+            phases.push(("compile-and-object", start.elapsed()));
+            Some(object)
+        }
+    };
+    let clif = options.emit_clif.then(|| emit::module_to_clif(&module));
+    Ok(PipelineOutput {
+        module,
+        report,
+        pass_times,
+        phases,
+        #[cfg(feature = "verify")]
+        verify,
+        object,
+        clif,
+    })
+}
+
+/// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report.
+fn compile(
+    merged: &ClifModule,
+    report: &MergeReport,
+    unmerged: Option<&ClifModule>,
+    options: &ObjectOptions,
+) -> Result<ObjectOutput> {
+    let mut out = write_object(merged, report.removed(), options)?;
+    if let Some(unmerged) = unmerged {
+        let baseline = ObjectOptions {
+            fold_machine_code: false,
+            ..options.clone()
+        };
+        let base = write_object(unmerged, 0, &baseline)?;
+        out.report.text_bytes_unmerged = Some(base.report.text_bytes);
+    }
+    Ok(out)
+}
