@@ -1,17 +1,66 @@
-//! clif-merge: LLVM's MergeFunctions pass for Cranelift IR.
+//! clif-merge: LLVM's MergeFunctions pass for Cranelift IR, exact and deterministic.
 //!
-//! The pipeline:
-//! 1. `read`: `.clif` files (or `.clif.xz`) → a [`ClifModule`] of functions with linkage and aliases,
-//!    parsed by cranelift-reader and checked by the CLIF verifier. Embedders build a [`ClifModule`]
-//!    from their own [`cranelift_codegen::ir::Function`]s instead.
-//! 2. `compare`: every function → a fingerprint, its fields in a CFG-ordered walk with values and
-//!    blocks by serial number; fingerprints are totally ordered, and hashed.
-//! 3. `merge`: an ordered tree of fingerprints (`fn_tree`) makes the first classes; a worklist
-//!    (`deferred`) splits them by the classes of the functions they call, until stable. Equal
-//!    recursive functions merge.
-//! 4. `merge::actions`: per class, keep one function; redirect callers, and turn the others into
-//!    thunks or aliases, or remove them.
-//! 5. `emit` and `report`: the module back as CLIF, and what was merged (JSON or text).
+//! Functions that do exactly the same thing are merged: one keeps its body, the others become
+//! thunks, aliases, or disappear, and their callers call the kept one. Equal recursive and
+//! mutually recursive functions merge too, and the result does not depend on input order.
+//!
+//! ```
+//! use clif_merge::{ClifModule, Mode, SymbolLinkage, merge_module};
+//!
+//! let text = "
+//!     function %add1(i32) -> i32 {
+//!     block0(v0: i32):
+//!         v1 = iconst.i32 1
+//!         v2 = iadd v0, v1
+//!         return v2
+//!     }
+//!     function %inc(i32) -> i32 {
+//!     block0(v9: i32):
+//!         v8 = iconst.i32 1
+//!         v7 = iadd v9, v8
+//!         return v7
+//!     }
+//! ";
+//! let mut module = ClifModule::new();
+//! for func in cranelift_reader::parse_functions(text).unwrap() {
+//!     module.define(func, SymbolLinkage::Local, None).unwrap();
+//! }
+//! let (report, _times) = merge_module(&mut module, Mode::Safe);
+//! assert_eq!(report.merged, 1);
+//! assert_eq!(report.classes[0].kept.to_string(), "%add1");
+//! // `%inc` was local and nobody took its address: it is gone, and calls to it go to `%add1`.
+//! assert_eq!(module.len(), 1);
+//! ```
+//!
+//! # Where everything lives
+//!
+//! The pipeline ([`pipeline`]) reads, merges, verifies and writes; each step is a module:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
+//! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
+//! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
+//! | [`compare`] | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
+//! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
+//! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
+//! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
+//! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
+//! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
+//! | [`report`] | the report as JSON (a stable contract) or text |
+//! | [`output`] | writing output files all or none, never replacing what is not a regular file |
+//! | [`error`](Error) | [`Error`]: every step's typed error |
+//!
+//! The essay on *what* is compared and why is in [`compare`]; the one on how classes are found
+//! in [`merge`]; the object writer's phases in [`emit::object`].
+//!
+//! # Features
+//!
+//! - `cli` (default): the `clif-merge` command (clap, anyhow) and `verify`.
+//! - `verify`: [`verify`](crate) and `--verify` (cranelift-interpreter).
+//!
+//! With `default-features = false` the library depends on Cranelift, `object`, serde and a few
+//! small crates only.
 
 pub mod compare;
 pub mod emit;

@@ -253,3 +253,124 @@ pub fn compare(a: &Function, b: &Function) -> Ordering {
     let fb = writer.write(b, &IdentityResolver);
     fa.compare_with(&fb, |f| f.as_u32())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Function {
+        cranelift_reader::parse_functions(text)
+            .expect("valid CLIF")
+            .remove(0)
+    }
+
+    /// Calls are holes; everything else identity.
+    struct CalleesAreHoles;
+
+    impl Resolver for CalleesAreHoles {
+        fn resolve(&self, _: &Function, _: &ExternalName, kind: RefKind) -> NameKey {
+            match kind {
+                RefKind::Call => NameKey::Hole,
+                RefKind::Address => NameKey::Identity,
+            }
+        }
+    }
+
+    fn with_holes(func: &Function, kinds: HoleKinds) -> Fingerprint {
+        FingerprintWriter::new().write_with_holes(func, &CalleesAreHoles, kinds)
+    }
+
+    const TEMPLATE: &str = "function %f(i64) -> i64 system_v {
+        gv0 = symbol colocated %DATA+8
+        sig0 = (i64) -> i64 system_v
+        fn0 = colocated %CALLEE sig0
+    block0(v0: i64):
+        v1 = iconst.i64 INT
+        v2 = f64const FLOAT
+        v3 = symbol_value.i64 gv0
+        v4 = call fn0(v1)
+        v5 = iadd v4, v3
+        return v5
+    }";
+
+    fn variant(int: &str, float: &str, data: &str, callee: &str) -> Function {
+        parse(
+            &TEMPLATE
+                .replace("INT", int)
+                .replace("FLOAT", float)
+                .replace("DATA", data)
+                .replace("CALLEE", callee),
+        )
+    }
+
+    #[test]
+    fn holes_make_chosen_operands_parameters_and_keep_their_values() {
+        let a = variant("1", "0x1.0p0", "d1", "g1");
+        let b = variant("2", "0x1.8p0", "d2", "g2");
+        assert_ne!(
+            compare(&a, &b),
+            Ordering::Equal,
+            "the exact order sees them"
+        );
+        let all = HoleKinds::INT_CONSTANTS
+            .union(HoleKinds::FLOAT_CONSTANTS)
+            .union(HoleKinds::SYMBOLS)
+            .union(HoleKinds::CALLEES);
+        let (fa, fb) = (with_holes(&a, all), with_holes(&b, all));
+        assert_eq!(fa.tokens, fb.tokens);
+        let name = |s: &str| Hole::Name(FuncName::parse(s).unwrap());
+        assert_eq!(
+            fa.holes,
+            [
+                Hole::Int(1),
+                Hole::F64(1.0f64.to_bits()),
+                name("%d1"),
+                name("%g1")
+            ]
+        );
+        assert_eq!(
+            fb.holes,
+            [
+                Hole::Int(2),
+                Hole::F64(1.5f64.to_bits()),
+                name("%d2"),
+                name("%g2")
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_chosen_kinds_are_holes() {
+        let a = variant("1", "0x1.0p0", "d", "g");
+        let b = variant("2", "0x1.0p0", "d", "g");
+        let c = variant("1", "0x1.8p0", "d", "g");
+        let ints = HoleKinds::INT_CONSTANTS;
+        assert_eq!(with_holes(&a, ints).tokens, with_holes(&b, ints).tokens);
+        assert_ne!(with_holes(&a, ints).tokens, with_holes(&c, ints).tokens);
+        // Callees are holes only where the writer is asked for them and the resolver says so.
+        let d = variant("1", "0x1.0p0", "d", "h");
+        assert_ne!(with_holes(&a, ints).tokens, with_holes(&d, ints).tokens);
+        let callees = HoleKinds::CALLEES;
+        assert_eq!(
+            with_holes(&a, callees).tokens,
+            with_holes(&d, callees).tokens
+        );
+        let exact = FingerprintWriter::new().write(&a, &IdentityResolver);
+        assert!(exact.holes.is_empty());
+        assert_ne!(exact.tokens, with_holes(&a, ints).tokens);
+    }
+
+    #[test]
+    fn holes_never_hide_an_opcode_or_an_offset() {
+        let a = variant("1", "0x1.0p0", "d", "g");
+        let concrete = |text: &str| {
+            let text = text.replace("INT", "1").replace("FLOAT", "0x1.0p0");
+            parse(&text.replace("DATA", "d").replace("CALLEE", "g"))
+        };
+        let isub = concrete(&TEMPLATE.replace("iadd", "isub"));
+        let offset = concrete(&TEMPLATE.replace("+8", "+16"));
+        let all = HoleKinds(0xf);
+        assert_ne!(with_holes(&a, all).tokens, with_holes(&isub, all).tokens);
+        assert_ne!(with_holes(&a, all).tokens, with_holes(&offset, all).tokens);
+    }
+}

@@ -619,10 +619,11 @@ impl Walk<'_> {
                 return;
             }
             NameKey::Hole => {
-                if let Some(name) = FuncName::of_external(name, self.func) {
-                    self.push(HOLE);
-                    self.push(HoleKinds::CALLEES.bits());
-                    self.w.holes.push(Hole::Name(name));
+                // A hole only when the writer was asked for callee holes; otherwise identity.
+                let callee = FuncName::of_external(name, self.func);
+                if let Some(name) = callee
+                    && self.hole(HoleKinds::CALLEES, || Hole::Name(name))
+                {
                     return;
                 }
             }
