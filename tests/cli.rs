@@ -24,6 +24,10 @@
 //!   exactly, their newlines included (so a part cannot end without a newline: produce such a
 //!   file with `printf` or `head -c`).
 //!
+//! To check a file that a command wrote, `cat` it (or read it back with `clif-merge`) in a later
+//! `RUN`; `cmp A B` (or `COMMAND | cmp - FILE`) asserts that two outputs are the same bytes, and
+//! `ls -A DIR` that a folder holds nothing more than it should.
+//!
 //! # Snapshots
 //!
 //! The snapshot of `DIR/NAME.EXT` is `DIR/NAME.out`. For every `RUN` it holds the line as written
