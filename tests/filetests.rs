@@ -1,4 +1,6 @@
-//! Runs every `filetests/**/*.clif` file.
+//! Runs every `filetests/**/*.clif` file, each as its own test (libtest-mimic), named by its
+//! path under `filetests/`: `cargo test --test filetests -- classes/merge-class-of-three.clif`
+//! runs one file (any substring of the name selects; `--exact` for exactly one).
 //!
 //! A file starts with `test merge` and options (`mode=safe|aliases|thunks`,
 //! `default-linkage=export|hidden|local|preemptible`). The whole file is one module; it is
@@ -114,24 +116,27 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn filetests() {
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests");
     let mut files = Vec::new();
     collect(&root, &mut files);
     assert!(!files.is_empty(), "no filetests under {}", root.display());
-    let filter = std::env::var("FILETEST").unwrap_or_default();
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for file in files
-        .iter()
-        .filter(|f| f.to_string_lossy().contains(&filter))
-    {
-        ran += 1;
-        if let Err(e) = check_file(file) {
-            failures.push(format!("FAIL {}: {e}", file.display()));
-        }
-    }
-    println!("{ran} filetests ran, {} failed", failures.len());
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let trials = files
+        .into_iter()
+        .map(|file| {
+            // The name is the path under filetests/, with `/` whatever the platform.
+            let name = file
+                .strip_prefix(&root)
+                .expect("under filetests/")
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            libtest_mimic::Trial::test(name, move || {
+                check_file(&file).map_err(|e| format!("FAIL {}: {e}", file.display()).into())
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
 }

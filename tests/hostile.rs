@@ -239,7 +239,7 @@ fn block_numbers_past_the_readers_limit_are_an_error() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Cheap hostile input not covered by tests/cli.rs
+// Cheap hostile input not covered by the command-line cases of tests/cli/
 // ---------------------------------------------------------------------------------------------
 
 #[test]
