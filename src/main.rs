@@ -26,7 +26,7 @@ struct Opts {
     #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
     mode: ModeArg,
 
-    /// SymbolLinkage of functions that no `; linkage:` directive names.
+    /// Linkage of functions that no `; linkage:` directive names.
     #[arg(long, value_enum, default_value_t = LinkageArg::Export, value_name = "KIND")]
     default_linkage: LinkageArg,
 
