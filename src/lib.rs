@@ -41,7 +41,7 @@
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
-//! | [`compare`] | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
+//! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
 //! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
 //! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
 //! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
@@ -51,7 +51,7 @@
 //! | [`output`] | writing output files all or none, never replacing what is not a regular file |
 //! | [`error`](Error) | [`Error`]: every step's typed error |
 //!
-//! The essay on *what* is compared and why is in [`compare`]; the one on how classes are found
+//! The essay on *what* is compared and why is in [`compare`](mod@compare); the one on how classes are found
 //! in [`merge`]; the object writer's phases in [`emit::object`].
 //!
 //! # Features

@@ -45,6 +45,7 @@ impl SymbolLinkage {
         }
     }
 
+    /// The linkage a keyword names.
     pub fn from_keyword(word: &str) -> Option<SymbolLinkage> {
         Some(match word {
             "export" => SymbolLinkage::Export,
@@ -65,7 +66,9 @@ impl SymbolLinkage {
 /// Where a function came from, for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
+    /// The file it was read from.
     pub file: PathBuf,
+    /// The line of its `function` keyword.
     pub line: usize,
 }
 
@@ -77,23 +80,31 @@ entity_impl!(FunctionId, "func");
 /// A defined function.
 #[derive(Clone, Debug)]
 pub struct ModuleFunction {
+    /// Its name (the same as `func.name`).
     pub name: FuncName,
+    /// Its CLIF.
     pub func: Function,
+    /// How its symbol is seen.
     pub linkage: SymbolLinkage,
+    /// Where it was read from, if it was.
     pub origin: Option<Origin>,
 }
 
 /// A second name for a defined function: a symbol at the target's address, with its own linkage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alias {
+    /// The alias's own name.
     pub name: FuncName,
+    /// The defined function it names.
     pub target: FuncName,
+    /// How the alias's symbol is seen.
     pub linkage: SymbolLinkage,
 }
 
 /// What a name in the module stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Symbol {
+    /// A defined function.
     Function(FunctionId),
     /// Index into [`ClifModule::aliases`].
     Alias(usize),
@@ -156,11 +167,24 @@ impl SymbolTable {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ModuleError {
     #[error("{0} is defined twice")]
+    /// Two functions or aliases with one name.
     DuplicateName(FuncName),
     #[error("alias {alias} names {target}, which is not a function defined in the module")]
-    AliasTargetUndefined { alias: FuncName, target: FuncName },
+    /// An alias of a name that is not a defined function.
+    AliasTargetUndefined {
+        /// The alias.
+        alias: FuncName,
+        /// What it names.
+        target: FuncName,
+    },
     #[error("in function {function}: {message}")]
-    UndeclaredReference { function: FuncName, message: String },
+    /// A function refers to an entity it does not declare.
+    UndeclaredReference {
+        /// The function.
+        function: FuncName,
+        /// Which reference.
+        message: String,
+    },
 }
 
 /// A module of CLIF functions.

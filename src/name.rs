@@ -8,7 +8,12 @@ use std::fmt;
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum FuncName {
     /// `u<namespace>:<index>`
-    User { namespace: u32, index: u32 },
+    User {
+        /// The namespace (`u<namespace>:`).
+        namespace: u32,
+        /// The index in it.
+        index: u32,
+    },
     /// `%name`
     Testcase(Box<str>),
 }

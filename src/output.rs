@@ -17,19 +17,48 @@ use std::path::{Path, PathBuf};
 /// What went wrong with an output.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
+    /// The output's folder does not exist.
     #[error("cannot write {path}: the folder {folder} does not exist")]
-    NoFolder { path: PathBuf, folder: PathBuf },
+    NoFolder {
+        /// The output.
+        path: PathBuf,
+        /// Its folder.
+        folder: PathBuf,
+    },
+    /// The output is a folder.
     #[error("cannot write {path}: it is a folder")]
-    IsFolder { path: PathBuf },
+    IsFolder {
+        /// The output.
+        path: PathBuf,
+    },
+    /// The output's symlinks do not end.
     #[error("cannot write {path}: too many levels of symbolic links")]
-    SymlinkLoop { path: PathBuf },
+    SymlinkLoop {
+        /// The output.
+        path: PathBuf,
+    },
+    /// Two outputs are one file.
     #[error("{first} and {second} are the same file: each output needs its own")]
-    SameOutput { first: PathBuf, second: PathBuf },
+    SameOutput {
+        /// One output.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+    },
+    /// An output is an input.
     #[error("the output {output} is the input {input}: refusing to overwrite an input")]
-    OutputIsInput { output: PathBuf, input: PathBuf },
+    OutputIsInput {
+        /// The output.
+        output: PathBuf,
+        /// The input it is.
+        input: PathBuf,
+    },
+    /// Writing failed.
     #[error("cannot write {path}: {source}")]
     Io {
+        /// The output.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
 }

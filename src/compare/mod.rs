@@ -13,7 +13,7 @@
 //!
 //! - It is a total order by construction: the order of a function is the lexicographic order of
 //!   its fingerprint, so reflexivity, antisymmetry and transitivity are those of slice order.
-//! - The hash ([`hash`]) is a hash of the same tokens, so equal functions have equal hashes.
+//! - The hash ([`hash()`]) is a hash of the same tokens, so equal functions have equal hashes.
 //! - A comparison is a `memcmp`-like slice compare; the per-function walk runs once, not once
 //!   per comparison.
 //!

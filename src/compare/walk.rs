@@ -89,6 +89,7 @@ impl Default for FingerprintWriter {
 }
 
 impl FingerprintWriter {
+    /// A writer with empty scratch maps.
     pub fn new() -> Self {
         FingerprintWriter {
             tokens: Vec::new(),

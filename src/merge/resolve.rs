@@ -22,6 +22,7 @@ pub struct ModuleResolver<'m> {
 }
 
 impl<'m> ModuleResolver<'m> {
+    /// The resolver of `module`'s functions under `mode`.
     pub fn new(module: &'m ClifModule, mode: Mode) -> Self {
         ModuleResolver { module, mode }
     }

@@ -28,12 +28,16 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{}", self.render())]
 pub struct InputError {
+    /// The file (`-` for standard input).
     pub file: PathBuf,
+    /// The line, from 1; 0 when the error is about the file as a whole.
     pub line: usize,
+    /// What is wrong.
     pub message: String,
 }
 
 impl InputError {
+    /// An error at `file`:`line`.
     pub fn new(file: &Path, line: usize, message: impl Into<String>) -> InputError {
         InputError {
             file: file.to_path_buf(),
@@ -72,12 +76,18 @@ impl Default for ReadOptions {
 /// One directive, where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Directive {
-    SymbolLinkage {
+    /// `; linkage: NAME KIND`: the linkage of a function or alias.
+    Linkage {
+        /// The function or alias.
         name: FuncName,
+        /// Its linkage.
         linkage: SymbolLinkage,
     },
+    /// `; alias: NAME = TARGET`: a second name for a defined function.
     Alias {
+        /// The alias's name.
         name: FuncName,
+        /// The function it names.
         target: FuncName,
     },
 }
@@ -98,6 +108,7 @@ pub struct ModuleReader {
 }
 
 impl ModuleReader {
+    /// A reader of an empty module.
     pub fn new(options: ReadOptions) -> Self {
         ModuleReader {
             options,
@@ -199,7 +210,7 @@ impl ModuleReader {
         let mut set: rustc_hash::FxHashMap<FuncName, (SymbolLinkage, &PlacedDirective)> =
             Default::default();
         for d in &directives {
-            if let Directive::SymbolLinkage { name, linkage } = &d.directive {
+            if let Directive::Linkage { name, linkage } = &d.directive {
                 if let Some((earlier, at)) = set.get(name)
                     && earlier != linkage
                 {
@@ -446,7 +457,7 @@ fn parse_linkage(words: Vec<&str>) -> Result<Directive, String> {
     let linkage = SymbolLinkage::from_keyword(kind).ok_or_else(|| {
         format!("unknown linkage `{kind}` (expected export, hidden, local or preemptible)")
     })?;
-    Ok(Directive::SymbolLinkage {
+    Ok(Directive::Linkage {
         name: parse_name(name)?,
         linkage,
     })
@@ -487,7 +498,7 @@ mod tests {
             found[0],
             (
                 2,
-                Ok(Directive::SymbolLinkage {
+                Ok(Directive::Linkage {
                     name: FuncName::parse("%f").unwrap(),
                     linkage: SymbolLinkage::Local
                 })

@@ -57,7 +57,7 @@ fn address_significant(module: &ClifModule, refs: &ModuleRefs, slots: &Slots) ->
         .collect();
     for &id in module.ids() {
         for name in refs.of_function(id).addresses.iter() {
-            if let Some(&s) = slots.index.get(&name) {
+            if let Some(&s) = slots.index.get(name) {
                 out.push(s);
             }
         }

@@ -43,7 +43,7 @@ pub(super) fn declare(
             .declare_function(&symbol_name(&slot.name), linkage, &slot.signature)
             .map_err(|source| ObjectError::Declare {
                 name: slot.name.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         ids[i] = Some(id);
     }

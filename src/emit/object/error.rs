@@ -32,14 +32,20 @@ pub enum ObjectError {
         name: String,
         /// Why.
         #[source]
-        source: cranelift_module::ModuleError,
+        source: Box<cranelift_module::ModuleError>,
     },
     /// cranelift-module refused a definition.
     #[error(transparent)]
-    Define(#[from] cranelift_module::ModuleError),
+    Define(Box<cranelift_module::ModuleError>),
     /// The object could not be written, or read back for the address-significance table.
     #[error("{0}")]
     Write(String),
+}
+
+impl From<cranelift_module::ModuleError> for ObjectError {
+    fn from(e: cranelift_module::ModuleError) -> ObjectError {
+        ObjectError::Define(Box::new(e))
+    }
 }
 
 impl ObjectError {

@@ -19,9 +19,12 @@ pub const SUPPORTED_TARGETS: &[&str] = &[
 /// Cranelift's optimization level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OptLevel {
+    /// No optimization (`opt_level=none`).
     None,
     #[default]
+    /// `opt_level=speed`, the default.
     Speed,
+    /// `opt_level=speed_and_size`.
     SpeedAndSize,
 }
 
