@@ -76,18 +76,29 @@ pub struct ModuleRefs {
 impl ModuleRefs {
     /// Finds the references of every function of `module` (in parallel in a large module).
     pub fn of(module: &ClifModule) -> ModuleRefs {
+        ModuleRefs::of_with(module, || (), |_, _| ()).0
+    }
+
+    /// [`ModuleRefs::of`], and `also` of every function with a body, in the same pass (each
+    /// thread has its own scratch state from `init`).
+    pub fn of_with<S, R: Send + Clone>(
+        module: &ClifModule,
+        init: impl Fn() -> S + Sync,
+        also: impl Fn(&mut S, &Function) -> R + Sync,
+    ) -> (ModuleRefs, SecondaryMap<FunctionId, Option<R>>) {
         let ids = module.ids();
-        let found = parallel::map(
-            ids,
-            || (),
-            |_, _, &id| FunctionRefs::of(module, &module.function(id).func),
-        );
+        let found = parallel::map(ids, init, |state, _, &id| {
+            let func = &module.function(id).func;
+            (FunctionRefs::of(module, func), also(state, func))
+        });
         let mut refs = ModuleRefs::default();
-        for (&id, function_refs) in ids.iter().zip(found) {
+        let mut extra = SecondaryMap::with_capacity(module.id_count());
+        for (&id, (function_refs, r)) in ids.iter().zip(found) {
             refs.functions[id] = function_refs;
+            extra[id] = Some(r);
         }
         refs.address_taken = refs.find_address_taken(module);
-        refs
+        (refs, extra)
     }
 
     /// What `f` refers to.

@@ -72,9 +72,39 @@ fn all_types() -> Vec<Type> {
 /// A type's stable number (see the module docs).
 #[inline]
 pub fn type_number(ty: Type) -> u32 {
-    match TYPE_NUMBERS.get(ty.index()) {
-        Some(&n) if n != NOT_IN_TABLE => n,
-        _ => encode_type(ty),
+    Tables::get().type_number(ty)
+}
+
+/// The lookup tables, for a hot loop to hold (a table behind a `LazyLock` is checked for
+/// initialization at every use).
+#[derive(Clone, Copy, Debug)]
+pub struct Tables {
+    types: &'static [u32],
+    opcodes: &'static [u32],
+}
+
+impl Tables {
+    /// The tables, built on first use.
+    pub fn get() -> Tables {
+        Tables {
+            types: &TYPE_NUMBERS,
+            opcodes: &OPCODE_NUMBERS,
+        }
+    }
+
+    /// [`type_number`].
+    #[inline]
+    pub fn type_number(self, ty: Type) -> u32 {
+        match self.types.get(ty.index()) {
+            Some(&n) if n != NOT_IN_TABLE => n,
+            _ => encode_type(ty),
+        }
+    }
+
+    /// [`opcode_number`].
+    #[inline]
+    pub fn opcode_number(self, op: Opcode) -> u32 {
+        self.opcodes[op as usize]
     }
 }
 
@@ -105,7 +135,7 @@ static OPCODE_NUMBERS: LazyLock<Box<[u32]>> = LazyLock::new(|| {
 /// An opcode's stable number.
 #[inline]
 pub fn opcode_number(op: Opcode) -> u32 {
-    OPCODE_NUMBERS[op as usize]
+    Tables::get().opcode_number(op)
 }
 
 /// An integer condition's stable number.

@@ -1,8 +1,6 @@
 //! The walk that writes a function's fingerprint (see the essay in `compare`).
 
-use super::encoding::{
-    atomic_rmw_number, float_cc_number, int_cc_number, opcode_number, type_number,
-};
+use super::encoding::{Tables, atomic_rmw_number, float_cc_number, int_cc_number};
 use super::{Fingerprint, Hole, HoleKinds, NameKey, RefKind, Resolver, hash};
 use crate::module::{FuncName, FunctionId};
 use cranelift_codegen::entity::SecondaryMap;
@@ -77,6 +75,7 @@ pub struct FingerprintWriter {
     class_refs: Vec<FunctionId>,
     holes: Vec<Hole>,
     hole_kinds: HoleKinds,
+    tables: Tables,
     values: SerialNumbers<Value>,
     blocks: SerialNumbers<Block>,
     to_visit: Vec<Block>,
@@ -96,6 +95,7 @@ impl FingerprintWriter {
             class_refs: Vec::new(),
             holes: Vec::new(),
             hole_kinds: HoleKinds::NONE,
+            tables: Tables::get(),
             values: SerialNumbers::new(),
             blocks: SerialNumbers::new(),
             to_visit: Vec::new(),
@@ -151,7 +151,7 @@ impl FingerprintWriter {
             h = hash::mix(h, dfg.num_block_params(block) as u64);
             for inst in func.layout.block_insts(block) {
                 let data = &dfg.insts[inst];
-                h = hash::mix(h, u64::from(opcode_number(data.opcode())));
+                h = hash::mix(h, u64::from(self.tables.opcode_number(data.opcode())));
                 for call in data.branch_destination(&dfg.jump_tables, &dfg.exception_tables) {
                     let target = call.block(&dfg.value_lists);
                     let (sn, first) = self.blocks.number(target);
@@ -213,7 +213,7 @@ impl Walk<'_> {
     }
 
     fn push_type(&mut self, ty: Type) {
-        self.push(type_number(ty));
+        self.push(self.w.tables.type_number(ty));
     }
 
     fn function(&mut self) {
@@ -417,7 +417,7 @@ impl Walk<'_> {
         let func = self.func;
         let dfg = &func.dfg;
         let data = dfg.insts[inst];
-        self.push(opcode_number(data.opcode()));
+        self.push(self.w.tables.opcode_number(data.opcode()));
         let results = dfg.inst_results(inst);
         // The controlling type is the type of a result or of an operand, which are compared with
         // their definitions; it is written again only where there is no result, because asking

@@ -124,12 +124,11 @@ impl PassTimes {
 
 /// Finds the classes of equal functions (steps 1 to 3 of the module docs).
 pub fn find_classes(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> Classes {
-    let refs = ModuleRefs::of(module);
-    analyse(module, &refs, mode, times)
+    analyse(module, mode, times).0
 }
 
-/// The classes of equal functions of `module`, whose references are `refs`.
-fn analyse(module: &ClifModule, refs: &ModuleRefs, mode: Mode, times: &mut PassTimes) -> Classes {
+/// The classes of equal functions of `module`, and the module's references.
+fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, ModuleRefs) {
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
     let ids: Vec<FunctionId> = (0..module.id_count())
@@ -137,18 +136,19 @@ fn analyse(module: &ClifModule, refs: &ModuleRefs, mode: Mode, times: &mut PassT
         .collect();
     // A function whose shape hash no other function has is equal to none: it needs no
     // fingerprint, only a token of its own that keeps it alone in its class. A function that a
-    // merge took away is alone too.
-    let shapes: Vec<Option<u64>> = parallel::map(&ids, FingerprintWriter::new, |writer, _, &f| {
-        (!module.is_merged_away(f)).then(|| writer.shape_hash(&module.function(f).func))
+    // merge took away is alone too. Shapes are hashed in the pass that finds the references,
+    // while each function is in the cache.
+    let (refs, shapes) = ModuleRefs::of_with(module, FingerprintWriter::new, |writer, func| {
+        writer.shape_hash(func)
     });
     let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
-    for &shape in shapes.iter().flatten() {
+    for &shape in shapes.values().flatten() {
         *shape_count.entry(shape).or_default() += 1;
     }
     // Each fingerprint is hashed as soon as it is written, while its tokens are in the cache.
     let (fingerprints, hashes): (Vec<Fingerprint>, Vec<u64>) =
         parallel::map(&ids, FingerprintWriter::new, |writer, i, &f| {
-            let fingerprint = match shapes[i].map(|s| shape_count[&s]) {
+            let fingerprint = match shapes[f].map(|s| shape_count[&s]) {
                 Some(2..) => {
                     let resolver = DeclaredResolver {
                         module: &resolver,
@@ -170,16 +170,13 @@ fn analyse(module: &ClifModule, refs: &ModuleRefs, mode: Mode, times: &mut PassT
     let hashes = PrimaryMap::from(hashes);
     let classes = partition::refine(&fingerprints, &hashes);
     times.comparing += start.elapsed();
-    classes
+    (classes, refs)
 }
 
 /// Merges every class of equal functions in `module` and says what was done.
 pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
-    let start = Instant::now();
-    let refs = ModuleRefs::of(module);
-    times.hashing += start.elapsed();
-    let classes = analyse(module, &refs, mode, &mut times);
+    let (classes, refs) = analyse(module, mode, &mut times);
     let start = Instant::now();
     let plan = MergePlan::decide(module, &classes, &refs, mode);
     let report = MergeReport::of_plan(module, &plan);
