@@ -26,6 +26,7 @@ pub mod report;
 pub mod verify;
 
 pub use compare::{Fingerprint, compare};
+pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
 pub use module::{Alias, FuncId, FuncName, Linkage, Module, ModuleFunction};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};

@@ -93,7 +93,6 @@ pub fn verify_merge(
     report: &MergeReport,
     options: &VerifyOptions,
 ) -> VerifyReport {
-    run::install_quiet_panic_hook();
     let removed = removed_functions(report);
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
@@ -238,7 +237,6 @@ pub fn run_function(
     args: &[DataValue],
     options: &VerifyOptions,
 ) -> Run {
-    run::install_quiet_panic_hook();
     let names = Names::new(&[module]);
     let stubs = Stubs::new(module, &names.names);
     let mut side = Side::new(module, &names, &stubs);

@@ -15,7 +15,6 @@ use cranelift_interpreter::interpreter::InterpreterState;
 use cranelift_interpreter::state::State;
 use cranelift_interpreter::step::{ControlFlow, step};
 use rustc_hash::FxHashMap;
-use std::cell::Cell;
 
 /// One module, ready to run.
 pub(super) struct Side<'a> {
@@ -61,14 +60,12 @@ impl<'a> Side<'a> {
         options: &VerifyOptions,
     ) -> Run {
         let mut imports = Vec::new();
-        let result = quietly(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.execute(entry, args, options, &mut imports)
-            }))
-        });
+        let result = crate::guard::catch(|| self.execute(entry, args, options, &mut imports));
         let outcome = match result {
             Ok(outcome) => outcome,
-            Err(panic) => Outcome::Unsupported(panic_message(&*panic)),
+            Err(panic) => Outcome::Unsupported(
+                crate::guard::panic_message(&*panic).unwrap_or_else(|| "panic".to_string()),
+            ),
         };
         self.reset();
         Run { outcome, imports }
@@ -338,41 +335,4 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_string()
-    }
-}
-
-thread_local! {
-    /// Set while this thread runs the interpreter: its panics are caught and reported as
-    /// unsupported runs, and should not also be printed.
-    static QUIET: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Installs (once) a panic hook that stays silent on threads running the interpreter and passes
-/// every other panic to the hook that was there before.
-pub(super) fn install_quiet_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(Cell::get) {
-                previous(info);
-            }
-        }));
-    });
-}
-
-fn quietly<T>(f: impl FnOnce() -> T) -> T {
-    let was = QUIET.with(|q| q.replace(true));
-    let result = f();
-    QUIET.with(|q| q.set(was));
-    result
 }
