@@ -73,7 +73,7 @@ fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
 }
 
 fn xz_compress(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = xz2::write::XzEncoder::new(Vec::new(), 6);
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap()
 }
@@ -1253,7 +1253,9 @@ fn xz_input_made_by_the_xz_command() {
     match status {
         Ok(s) if s.success() => {}
         _ => {
-            eprintln!("note: no working `xz` command; skipping (xz2 input is tested elsewhere)");
+            eprintln!(
+                "note: no working `xz` command; skipping (liblzma input is tested elsewhere)"
+            );
             return;
         }
     }

@@ -267,7 +267,7 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     let path = name;
     let bytes = if path.extension().is_some_and(|e| e == "xz") {
         let mut out = Vec::new();
-        xz2::read::XzDecoder::new_multi_decoder(&bytes[..])
+        liblzma::read::XzDecoder::new_multi_decoder(&bytes[..])
             .read_to_end(&mut out)
             .map_err(|e| InputError::new(path, 0, format!("cannot decompress: {e}")))?;
         out
