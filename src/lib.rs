@@ -56,7 +56,8 @@
 //!
 //! # Features
 //!
-//! - `cli` (default): the `clif-merge` command (clap, anyhow) and `verify`.
+//! - `cli` (default): the `clif-merge` command (clap, anyhow), `xz` and `verify`.
+//! - `xz`: `.clif.xz` input (liblzma).
 //! - `verify`: [`verify`](crate) and `--verify` (cranelift-interpreter).
 //!
 //! With `default-features = false` the library depends on Cranelift, `object`, serde and a few
@@ -83,6 +84,7 @@ pub mod verify;
 
 pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
+pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};

@@ -103,6 +103,13 @@ enum ReportFormat {
 }
 
 fn main() {
+    // A panic the library catches is an error it reports (bad input), not a crash: stay quiet.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !clif_merge::panic_is_caught() {
+            default_hook(info);
+        }
+    }));
     let opts = Opts::parse();
     if let Err(e) = run(opts) {
         if let Some(clif_merge::Error::VerifyFailed(report)) = e.downcast_ref::<clif_merge::Error>()

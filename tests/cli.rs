@@ -248,7 +248,7 @@ fn show_stream(out: &mut String, label: &str, bytes: &[u8], paths: &Paths, times
 
 fn xz_compress(input: &Path, output: &Path) -> Result<(), String> {
     let bytes = std::fs::read(input).map_err(|e| format!("XZ: {}: {e}", input.display()))?;
-    let mut enc = xz2::write::XzEncoder::new(Vec::new(), 6);
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
     enc.write_all(&bytes).map_err(|e| e.to_string())?;
     let packed = enc.finish().map_err(|e| e.to_string())?;
     std::fs::write(output, packed).map_err(|e| format!("XZ: {}: {e}", output.display()))

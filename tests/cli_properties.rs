@@ -74,7 +74,7 @@ fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
 }
 
 fn xz_compress(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = xz2::write::XzEncoder::new(Vec::new(), 6);
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap()
 }

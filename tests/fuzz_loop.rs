@@ -673,10 +673,14 @@ thread_local! {
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
 
 /// Installs a panic hook that is quiet on threads that set `QUIET`, and records the panic
-/// (message and location) for the failure report.
+/// (message and location) for the failure report. Panics the library catches and reports as
+/// errors are neither printed nor recorded.
 fn install_quiet_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if clif_merge::panic_is_caught() {
+            return;
+        }
         if QUIET.with(Cell::get) {
             if let Ok(mut last) = LAST_PANIC.lock() {
                 *last = info.to_string();

@@ -267,6 +267,26 @@ fn display_name(path: &Path) -> &Path {
     }
 }
 
+/// `.xz` data, decompressed (every stream of it).
+#[cfg(feature = "xz")]
+fn decompress_xz(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, InputError> {
+    let mut out = Vec::new();
+    liblzma::read::XzDecoder::new_multi_decoder(bytes)
+        .read_to_end(&mut out)
+        .map_err(|e| InputError::new(path, 0, format!("cannot decompress: {e}")))?;
+    Ok(out)
+}
+
+/// Without the `xz` feature, `.xz` input is an error that says so.
+#[cfg(not(feature = "xz"))]
+fn decompress_xz(path: &Path, _: &[u8]) -> Result<Vec<u8>, InputError> {
+    Err(InputError::new(
+        path,
+        0,
+        "cannot decompress: this build of clif-merge reads .xz files only with the `xz` feature",
+    ))
+}
+
 /// The file's text (`-`: standard input): decompressed when it ends in `.xz`, and checked to be
 /// UTF-8.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
@@ -283,11 +303,7 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     let bytes = bytes.map_err(|e| InputError::new(name, 0, e.to_string()))?;
     let path = name;
     let bytes = if path.extension().is_some_and(|e| e == "xz") {
-        let mut out = Vec::new();
-        xz2::read::XzDecoder::new_multi_decoder(&bytes[..])
-            .read_to_end(&mut out)
-            .map_err(|e| InputError::new(path, 0, format!("cannot decompress: {e}")))?;
-        out
+        decompress_xz(path, &bytes)?
     } else {
         bytes
     };

@@ -1,0 +1,122 @@
+//! The arguments of each run: edge values first, then pseudo-random ones from a seed, so that
+//! the whole check is deterministic; and the hashing that the imports' results come from.
+
+use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
+use cranelift_codegen::ir::{Type, types};
+
+/// A value of type `ty` made of `lo` (and `hi` for 128 bits).
+pub(super) fn value_of_bits(ty: Type, lo: u64, hi: u64) -> Option<DataValue> {
+    Some(match ty {
+        types::I8 => DataValue::I8(lo as i8),
+        types::I16 => DataValue::I16(lo as i16),
+        types::I32 => DataValue::I32(lo as i32),
+        types::I64 => DataValue::I64(lo as i64),
+        types::I128 => DataValue::I128(((u128::from(hi) << 64) | u128::from(lo)) as i128),
+        types::F32 => DataValue::F32(Ieee32::with_bits(lo as u32)),
+        types::F64 => DataValue::F64(Ieee64::with_bits(lo)),
+        _ => return None,
+    })
+}
+
+/// Arguments of run number `run`: the first tuples are edge values for every parameter (0, 1,
+/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, or random bits;
+/// only small non-negative numbers when `small`.
+pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) -> Vec<DataValue> {
+    const UNIFORM: usize = 6;
+    types
+        .iter()
+        .map(|&ty| {
+            let edges = edge_values(ty);
+            if run < UNIFORM && !small {
+                return edges[run].clone();
+            }
+            let pick = if small { 4 } else { rng.next() % 10 };
+            match pick {
+                0..=2 => edges[(rng.next() % edges.len() as u64) as usize].clone(),
+                3..=5 => {
+                    let small = if small {
+                        (rng.next() % 17) as i64
+                    } else {
+                        (rng.next() % 33) as i64 - 16
+                    };
+                    if ty.is_float() {
+                        float_of(ty, small as f64)
+                    } else {
+                        value_of_bits(ty, small as u64, if small < 0 { u64::MAX } else { 0 })
+                            .expect("a scalar type")
+                    }
+                }
+                _ => {
+                    let (lo, hi) = (rng.next(), rng.next());
+                    value_of_bits(ty, lo, hi).expect("a scalar type")
+                }
+            }
+        })
+        .collect()
+}
+
+fn float_of(ty: Type, x: f64) -> DataValue {
+    if ty == types::F32 {
+        DataValue::F32(Ieee32::with_float(x as f32))
+    } else {
+        DataValue::F64(Ieee64::with_float(x))
+    }
+}
+
+/// 0, 1, -1, MIN, MAX, then NaN (floats) or 2, then more for floats.
+fn edge_values(ty: Type) -> Vec<DataValue> {
+    if ty.is_float() {
+        let mut v: Vec<DataValue> = [0.0, 1.0, -1.0, f64::MIN, f64::MAX, f64::NAN]
+            .iter()
+            .map(|&x| float_of(ty, x))
+            .collect();
+        if ty == types::F32 {
+            v[3] = DataValue::F32(Ieee32::with_float(f32::MIN));
+            v[4] = DataValue::F32(Ieee32::with_float(f32::MAX));
+        }
+        v.extend(
+            [-0.0, f64::INFINITY, f64::NEG_INFINITY, 0.5]
+                .iter()
+                .map(|&x| float_of(ty, x)),
+        );
+        v
+    } else {
+        let bits = ty.bits();
+        let min: i128 = -(1i128 << (bits - 1));
+        let max: i128 = (1i128 << (bits - 1)) - 1;
+        [0, 1, -1, min, max, 2]
+            .iter()
+            .map(|&x| {
+                let x = x as u128;
+                value_of_bits(ty, x as u64, (x >> 64) as u64).expect("an integer type")
+            })
+            .collect()
+    }
+}
+
+/// splitmix64.
+pub(super) struct Rng(u64);
+
+impl Rng {
+    pub(super) fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+}
+
+pub(super) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+pub(super) fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

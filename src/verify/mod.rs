@@ -1,0 +1,269 @@
+//! Differential execution: runs every function of a module before and after merging in
+//! cranelift-interpreter, on the same arguments, and checks that both do the same thing.
+//!
+//! For each function *defined* in the original module whose signature the interpreter can run
+//! (integer and float parameters and returns), the function is called by its name in the
+//! original module, and the same name in the merged module: the function itself, a thunk, or an
+//! alias, or — when the merge removed it — the kept function of its class (from the
+//! [`MergeReport`]). Both runs must end the same way: the same results (floats compared by their
+//! bits), or the same trap (its trap code), having called the module's imports in the same order
+//! with the same arguments.
+//!
+//! How a module is run:
+//! - Every name either module defines, aliases or refers to is known on both sides. A direct
+//!   call runs the function of that name (an alias: its target). An address (`func_addr`) is
+//!   a *slot* shared by the names that are one symbol — an alias and its target, in either
+//!   module — and is the same value on both sides; calling through it runs the slot's function.
+//!   (So in `--mode aliases`, where the merge makes `%g` an alias of `%f` and the two addresses
+//!   equal, comparing them is not reported as a difference: that is what the mode intends.)
+//! - An import (a name the module refers to but does not define) is modelled as a pure function:
+//!   its results are a hash of its name and arguments. Every call to an import is recorded, and
+//!   the two sequences of calls must be equal.
+//! - A name one side does not have at all (a function the merge removed, a private copy it
+//!   added) is *absent* on that side: calling it is a *dangling call*, which never matches a
+//!   normal end.
+//! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
+//!   the instructions run (`fuel`), on the depth of calls, and on the interpreter's stack, so
+//!   that every run ends. A run in which either side hits a limit is *inconclusive*; one in
+//!   which the interpreter cannot run an instruction (it panics or reports an error, e.g. for
+//!   memory outside its stack) is *unsupported*. Neither counts as a mismatch — but a run
+//!   unsupported on one side only does, since both sides run the same bodies. A function whose
+//!   runs keep being inconclusive is run with small arguments, then no more.
+//!
+//! Arguments are pseudo-random from a seed and the function's name, and start with edge values
+//! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
+
+mod inputs;
+mod names;
+mod outcome;
+mod report;
+mod run;
+mod state;
+
+pub use outcome::{ImportCall, Mismatch, Outcome, Run, Trap};
+pub use report::VerifyReport;
+
+use crate::merge::{Action, MergeReport};
+use crate::module::{ClifModule, FuncName, ModuleFunction};
+use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
+use inputs::{Rng, arguments, fnv};
+use names::{Names, Stubs};
+use run::Side;
+use rustc_hash::FxHashMap;
+
+/// How much to run.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Argument tuples per function.
+    pub runs: usize,
+    /// Seed of the pseudo-random arguments.
+    pub seed: u64,
+    /// Instructions one run may execute (on each side).
+    pub fuel: u64,
+    /// A function's remaining runs are not done once this many of its runs were inconclusive
+    /// (they are costly). After the first two, its arguments are small numbers only, which
+    /// more often make loops and recursion end.
+    pub max_inconclusive: usize,
+    /// Calls that may be in progress at once.
+    pub max_depth: usize,
+    /// Bytes of stack slots that may be live at once.
+    pub max_stack_bytes: usize,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            runs: 64,
+            seed: 0x5eed_c11f,
+            fuel: 50_000,
+            max_inconclusive: 6,
+            max_depth: 2_000,
+            max_stack_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Runs every function of `original` and its counterpart in `merged` (the result of merging
+/// `original`, as `report` says) on `options.runs` argument tuples, and reports every
+/// difference. See the module docs.
+pub fn verify_merge(
+    original: &ClifModule,
+    merged: &ClifModule,
+    report: &MergeReport,
+    options: &VerifyOptions,
+) -> VerifyReport {
+    let removed = removed_functions(report);
+    let names = Names::new(&[original, merged]);
+    let stubs_a = Stubs::new(original, &names.names);
+    let stubs_b = Stubs::new(merged, &names.names);
+    let mut sides = [
+        Side::new(original, &names, &stubs_a),
+        Side::new(merged, &names, &stubs_b),
+    ];
+
+    let mut out = VerifyReport::default();
+    for mf in original.functions() {
+        let func = &mf.func;
+        if !runnable_signature(&func.signature) {
+            out.skipped += 1;
+            out.unchecked += 1;
+            continue;
+        }
+        out.functions += 1;
+        let (target, ran_as) = counterpart(merged, &mf.name, &removed);
+        match target.filter(|t| t.signature == func.signature) {
+            Some(target) => check_function(&mut out, &mut sides, mf, target, ran_as, options),
+            None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
+        }
+    }
+    out
+}
+
+/// The kept function of every removed one.
+fn removed_functions(report: &MergeReport) -> FxHashMap<FuncName, FuncName> {
+    let mut removed = FxHashMap::default();
+    for class in &report.classes {
+        for r in &class.replaced {
+            if r.by == Action::Removed {
+                removed.insert(r.name.clone(), class.kept.clone());
+            }
+        }
+    }
+    removed
+}
+
+/// What runs in `merged` for the function `name`: the same name, or the kept function of a
+/// removed one (then also the kept function's name).
+fn counterpart<'m>(
+    merged: &'m ClifModule,
+    name: &FuncName,
+    removed: &FxHashMap<FuncName, FuncName>,
+) -> (Option<&'m Function>, Option<FuncName>) {
+    match merged.resolve(name) {
+        Some(id) => (Some(&merged.function(id).func), None),
+        None => match removed.get(name) {
+            Some(kept) => (
+                merged.resolve(kept).map(|id| &merged.function(id).func),
+                Some(kept.clone()),
+            ),
+            None => (None, None),
+        },
+    }
+}
+
+/// The mismatch of a function whose counterpart is missing or has another signature.
+fn no_counterpart(
+    mf: &ModuleFunction,
+    target: Option<&Function>,
+    ran_as: Option<FuncName>,
+) -> Mismatch {
+    let problem = match target {
+        None => format!("{} is not in the merged module", mf.name),
+        Some(t) => format!(
+            "its signature is {}, not {}",
+            t.signature, mf.func.signature
+        ),
+    };
+    Mismatch {
+        function: mf.name.clone(),
+        ran_as,
+        args: Vec::new(),
+        original: Run {
+            outcome: Outcome::NotRunnable("not run".into()),
+            imports: Vec::new(),
+        },
+        merged: Run {
+            outcome: Outcome::NotRunnable(problem),
+            imports: Vec::new(),
+        },
+    }
+}
+
+/// Runs `mf` on the original side and `target` on the merged side, on the same arguments, and
+/// records the runs, their mismatches and how fully the function was checked in `out`.
+fn check_function<'a>(
+    out: &mut VerifyReport,
+    sides: &mut [Side<'a>; 2],
+    mf: &'a ModuleFunction,
+    target: &'a Function,
+    ran_as: Option<FuncName>,
+    options: &VerifyOptions,
+) {
+    let func = &mf.func;
+    let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
+    let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
+    let mut inconclusive = 0;
+    let runs_before = out.runs;
+    let incomplete_before = out.inconclusive + out.unsupported;
+    for run in 0..options.runs {
+        if inconclusive >= options.max_inconclusive.max(1) {
+            out.cut_short += 1;
+            break;
+        }
+        let args = arguments(&types, run, inconclusive >= 2, &mut rng);
+        let a = sides[0].run(func, &args, options);
+        let b = sides[1].run(target, &args, options);
+        out.runs += 1;
+        if a.outcome.is_inconclusive() || b.outcome.is_inconclusive() {
+            out.inconclusive += 1;
+            inconclusive += 1;
+        } else if a.outcome.is_unsupported() && b.outcome.is_unsupported() {
+            out.unsupported += 1;
+        } else if !a.same_as(&b) {
+            // (An unsupported run on one side only is a mismatch: both sides run the same
+            // bodies, so the interpreter should fail on both.)
+            out.mismatches.push(Mismatch {
+                function: mf.name.clone(),
+                ran_as: ran_as.clone(),
+                args,
+                original: a,
+                merged: b,
+            });
+        }
+    }
+    let runs = out.runs - runs_before;
+    let incomplete = out.inconclusive + out.unsupported - incomplete_before;
+    out.count_coverage(runs, incomplete, options.runs);
+}
+
+/// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for
+/// tests that compare the interpreter with compiled code.
+pub fn run_function(
+    module: &ClifModule,
+    name: &FuncName,
+    args: &[DataValue],
+    options: &VerifyOptions,
+) -> Run {
+    let names = Names::new(&[module]);
+    let stubs = Stubs::new(module, &names.names);
+    let mut side = Side::new(module, &names, &stubs);
+    match module.resolve(name) {
+        Some(id) => side.run(&module.function(id).func, args, options),
+        None => Run {
+            outcome: Outcome::NotRunnable(format!("{name} is not defined")),
+            imports: Vec::new(),
+        },
+    }
+}
+
+/// Whether the interpreter can be called with this signature from here: scalar integers and
+/// floats only (no vectors, no struct arguments).
+pub fn runnable_signature(sig: &Signature) -> bool {
+    let scalar = |ty: Type| {
+        matches!(
+            ty,
+            types::I8
+                | types::I16
+                | types::I32
+                | types::I64
+                | types::I128
+                | types::F32
+                | types::F64
+        )
+    };
+    sig.params
+        .iter()
+        .all(|p| scalar(p.value_type) && !matches!(p.purpose, ArgumentPurpose::StructArgument(_)))
+        && sig.returns.iter().all(|p| scalar(p.value_type))
+}

@@ -1,0 +1,212 @@
+//! How a run ends, the imports it called, and a difference between the two sides, with the
+//! text they are reported in.
+
+use crate::module::FuncName;
+use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::TrapCode;
+use cranelift_interpreter::step::CraneliftTrap;
+use std::fmt;
+
+/// A trap, as the interpreter reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trap {
+    /// A trap instruction, a trapping memory access or arithmetic: its trap code.
+    Code(TrapCode),
+    BadSignature,
+    UnreachableCodeReached,
+    HeapMisaligned,
+    Debug,
+}
+
+impl From<CraneliftTrap> for Trap {
+    fn from(t: CraneliftTrap) -> Trap {
+        match t {
+            CraneliftTrap::User(code) => Trap::Code(code),
+            CraneliftTrap::BadSignature => Trap::BadSignature,
+            CraneliftTrap::UnreachableCodeReached => Trap::UnreachableCodeReached,
+            CraneliftTrap::HeapMisaligned => Trap::HeapMisaligned,
+            CraneliftTrap::Debug => Trap::Debug,
+        }
+    }
+}
+
+impl fmt::Display for Trap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trap::Code(code) => write!(f, "trap {code}"),
+            Trap::BadSignature => write!(f, "trap (bad signature)"),
+            Trap::UnreachableCodeReached => write!(f, "trap (unreachable code)"),
+            Trap::HeapMisaligned => write!(f, "trap (misaligned access)"),
+            Trap::Debug => write!(f, "debugtrap"),
+        }
+    }
+}
+
+/// How one run ended.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    Returned(Vec<DataValue>),
+    Trapped(Trap),
+    /// A call to a name this module does not have.
+    Dangling(FuncName),
+    /// The function cannot be run at all under this name (reason).
+    NotRunnable(String),
+    /// Inconclusive: the fuel ran out.
+    OutOfFuel,
+    /// Inconclusive: too many calls in progress, or too much stack.
+    TooDeep,
+    /// The interpreter cannot run something on the way (reason).
+    Unsupported(String),
+}
+
+impl Outcome {
+    /// Whether the run hit a limit of the check rather than ending.
+    pub fn is_inconclusive(&self) -> bool {
+        matches!(self, Outcome::OutOfFuel | Outcome::TooDeep)
+    }
+
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Outcome::Unsupported(_))
+    }
+
+    /// The same end: results equal bit for bit, or the same trap.
+    pub(super) fn same_as(&self, other: &Outcome) -> bool {
+        match (self, other) {
+            (Outcome::Returned(a), Outcome::Returned(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| x.ty() == y.ty() && x.bitwise_eq(y))
+            }
+            (Outcome::Trapped(a), Outcome::Trapped(b)) => a == b,
+            (Outcome::Dangling(a), Outcome::Dangling(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Returned(values) => {
+                write!(f, "returns ")?;
+                write_values(f, values)
+            }
+            Outcome::Trapped(trap) => write!(f, "{trap}"),
+            Outcome::Dangling(name) => write!(f, "calls {name}, which the module does not have"),
+            Outcome::NotRunnable(why) => write!(f, "cannot run: {why}"),
+            Outcome::OutOfFuel => write!(f, "runs out of fuel"),
+            Outcome::TooDeep => write!(f, "calls too deep"),
+            Outcome::Unsupported(why) => write!(f, "unsupported by the interpreter: {why}"),
+        }
+    }
+}
+
+fn write_values(f: &mut fmt::Formatter<'_>, values: &[DataValue]) -> fmt::Result {
+    write!(f, "(")?;
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write_value(f, v)?;
+    }
+    write!(f, ")")
+}
+
+/// A value with its type; floats also by their bits (NaN payloads matter).
+fn write_value(f: &mut fmt::Formatter<'_>, v: &DataValue) -> fmt::Result {
+    match v {
+        DataValue::F32(x) => write!(f, "f32 {x} (0x{:08x})", x.bits()),
+        DataValue::F64(x) => write!(f, "f64 {x} (0x{:016x})", x.bits()),
+        other => write!(f, "{} {other}", other.ty()),
+    }
+}
+
+/// A call to an import, as recorded.
+#[derive(Clone, Debug)]
+pub struct ImportCall {
+    pub name: FuncName,
+    pub args: Vec<DataValue>,
+}
+
+/// One run: how it ended, and the imports it called.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub outcome: Outcome,
+    pub imports: Vec<ImportCall>,
+}
+
+impl Run {
+    /// Whether both runs ended the same way having called the same imports with the same
+    /// arguments.
+    pub(super) fn same_as(&self, other: &Run) -> bool {
+        self.outcome.same_as(&other.outcome) && same_imports(&self.imports, &other.imports)
+    }
+}
+
+fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.name == y.name
+                && x.args.len() == y.args.len()
+                && x.args.iter().zip(&y.args).all(|(p, q)| p.bitwise_eq(q))
+        })
+}
+
+/// A function that does not behave the same before and after.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    /// The function's name in the original module.
+    pub function: FuncName,
+    /// What ran in the merged module when it is not the same name (the kept function of a
+    /// removed one).
+    pub ran_as: Option<FuncName>,
+    pub args: Vec<DataValue>,
+    pub original: Run,
+    pub merged: Run,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Outcome::NotRunnable(why) = &self.merged.outcome {
+            return write!(f, "{}: {why}", self.function);
+        }
+        write!(f, "{}", self.function)?;
+        if let Some(kept) = &self.ran_as {
+            write!(f, " (removed; ran {kept})")?;
+        }
+        write_values(f, &self.args)?;
+        write!(
+            f,
+            ": original {}, merged {}",
+            self.original.outcome, self.merged.outcome
+        )?;
+        if self.original.outcome.same_as(&self.merged.outcome) {
+            write!(
+                f,
+                "; imports called differ: original {}, merged {}",
+                describe_imports(&self.original.imports),
+                describe_imports(&self.merged.imports)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn describe_imports(calls: &[ImportCall]) -> String {
+    struct Calls<'a>(&'a [ImportCall]);
+    impl fmt::Display for Calls<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "[")?;
+            for (i, c) in self.0.iter().enumerate() {
+                if i > 0 {
+                    write!(f, ", ")?;
+                }
+                write!(f, "{}", c.name)?;
+                write_values(f, &c.args)?;
+            }
+            write!(f, "]")
+        }
+    }
+    Calls(calls).to_string()
+}

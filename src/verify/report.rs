@@ -1,0 +1,81 @@
+//! What the check found, over the whole module.
+
+use super::outcome::Mismatch;
+
+/// What the check found.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport {
+    /// Functions run on both sides.
+    pub functions: usize,
+    /// Argument tuples run (each on both sides), inconclusive and unsupported ones included.
+    pub runs: usize,
+    /// Runs in which a side hit the fuel, depth or stack limit.
+    pub inconclusive: usize,
+    /// Runs the interpreter could not complete on a side.
+    pub unsupported: usize,
+    /// Defined functions not run: a signature the interpreter cannot call.
+    pub skipped: usize,
+    /// Functions whose runs stopped early, after `max_inconclusive` inconclusive ones.
+    pub cut_short: usize,
+    /// Functions every run of which ran to the end on both sides.
+    pub fully_checked: usize,
+    /// Functions some runs of which ran to the end, not all.
+    pub partly_checked: usize,
+    /// Functions no run of which ran to the end on both sides (skipped ones included).
+    pub unchecked: usize,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl VerifyReport {
+    pub fn is_ok(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped);
+    /// F fully checked, P partly, Z not at all`
+    pub fn summary(&self) -> String {
+        format!(
+            "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, \
+             {} skipped); {} fully checked, {} partly, {} not at all",
+            self.functions,
+            self.runs,
+            self.mismatches.len(),
+            self.inconclusive,
+            self.unsupported,
+            self.skipped,
+            self.fully_checked,
+            self.partly_checked,
+            self.unchecked
+        )
+    }
+
+    /// Runs that ran to the end on both sides.
+    pub fn completed_runs(&self) -> usize {
+        self.runs - self.inconclusive - self.unsupported
+    }
+
+    /// A warning when most runs could not be run to the end, so that "0 mismatches" is not
+    /// taken for more than it is.
+    pub fn coverage_warning(&self) -> Option<String> {
+        let done = self.completed_runs();
+        (self.runs > 0 && done * 2 < self.runs).then(|| {
+            format!(
+                "warning: --verify ran only {done} of {} runs to the end ({} inconclusive, {} \
+                 unsupported by the interpreter): most of this merge was not checked",
+                self.runs, self.inconclusive, self.unsupported
+            )
+        })
+    }
+}
+
+impl VerifyReport {
+    /// Counts a function as fully, partly or not checked, from its `runs` (out of `planned`),
+    /// `incomplete` of which did not run to the end on both sides.
+    pub(super) fn count_coverage(&mut self, runs: usize, incomplete: usize, planned: usize) {
+        match (runs, incomplete) {
+            (r, 0) if r == planned => self.fully_checked += 1,
+            (r, i) if i < r => self.partly_checked += 1,
+            _ => self.unchecked += 1,
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! One module ready to run, and one run of a function in it: the interpreter's loop, with calls
+//! followed here so that every run ends.
+
+use super::VerifyOptions;
+use super::inputs::{fnv, mix, value_of_bits};
+use super::names::{Names, StubKind, Stubs};
+use super::outcome::{ImportCall, Outcome, Run, Trap};
+use super::state::SlotState;
+use crate::module::{ClifModule, FuncName};
+use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::{Function, Inst};
+use cranelift_interpreter::environment::FunctionStore;
+use cranelift_interpreter::instruction::DfgInstructionContext;
+use cranelift_interpreter::interpreter::InterpreterState;
+use cranelift_interpreter::state::State;
+use cranelift_interpreter::step::{ControlFlow, step};
+use rustc_hash::FxHashMap;
+
+/// One module, ready to run.
+pub(super) struct Side<'a> {
+    state: SlotState<'a>,
+    /// The stand-ins, by address.
+    stubs: FxHashMap<*const Function, (&'a FuncName, &'a StubKind)>,
+}
+
+impl<'a> Side<'a> {
+    pub(super) fn new(module: &'a ClifModule, names: &'a Names, stubs: &'a Stubs) -> Side<'a> {
+        let stub_of: FxHashMap<&FuncName, &'a Function> =
+            stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
+        let mut store = FunctionStore::default();
+        let mut resolved = Vec::with_capacity(names.names.len());
+        for name in &names.names {
+            let defined = module.resolve(name).map(|id| &module.function(id).func);
+            let func = defined
+                .or_else(|| stub_of.get(name).copied())
+                .expect("a stand-in for every name the module does not resolve");
+            store.add(name.to_string(), func);
+            resolved.push((name, defined.is_some(), func));
+        }
+        let stubs = stubs
+            .functions
+            .iter()
+            .map(|(n, k, f)| (f as *const Function, (n, k)))
+            .collect();
+        Side {
+            state: SlotState {
+                inner: InterpreterState::default().with_function_store(store),
+                slot_of: &names.slot_of,
+                slot_fn: slot_functions(names, &resolved),
+            },
+            stubs,
+        }
+    }
+
+    /// Runs `entry` on `args`; a panic inside the interpreter is an unsupported run.
+    pub(super) fn run(
+        &mut self,
+        entry: &'a Function,
+        args: &[DataValue],
+        options: &VerifyOptions,
+    ) -> Run {
+        let mut imports = Vec::new();
+        let result = crate::guard::catch(|| self.execute(entry, args, options, &mut imports));
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(panic) => Outcome::Unsupported(
+                crate::guard::panic_message(&*panic).unwrap_or_else(|| "panic".to_string()),
+            ),
+        };
+        self.reset();
+        Run { outcome, imports }
+    }
+
+    fn reset(&mut self) {
+        let inner = &mut self.state.inner;
+        inner.frame_stack.clear();
+        inner.stack.clear();
+        inner.frame_offset = 0;
+        inner.pinned_reg = DataValue::I64(0);
+    }
+
+    /// The interpreter's loop (`Interpreter::call` and `block`), with calls kept on an explicit
+    /// stack so that deep recursion neither overflows the host's stack nor goes unbounded.
+    fn execute(
+        &mut self,
+        entry: &'a Function,
+        args: &[DataValue],
+        options: &VerifyOptions,
+        imports: &mut Vec<ImportCall>,
+    ) -> Outcome {
+        self.reset();
+        // The call instruction each frame but the innermost returns to.
+        let mut returns_to: Vec<Inst> = Vec::new();
+        let mut fuel = options.fuel;
+        let mut pc = match self.enter(entry, args.to_vec(), options) {
+            Ok(pc) => pc,
+            Err(outcome) => return outcome,
+        };
+        loop {
+            if fuel == 0 {
+                return Outcome::OutOfFuel;
+            }
+            fuel -= 1;
+            match self.run_inst(pc, options, &mut returns_to, imports) {
+                Ok(inst) => pc = inst,
+                Err(outcome) => return outcome,
+            }
+        }
+    }
+
+    /// Runs the instruction `pc` of the current frame: the next instruction to run, or `Err`
+    /// with how the run ends.
+    fn run_inst(
+        &mut self,
+        pc: Inst,
+        options: &VerifyOptions,
+        returns_to: &mut Vec<Inst>,
+        imports: &mut Vec<ImportCall>,
+    ) -> Result<Inst, Outcome> {
+        let func = self.state.current_frame().function();
+        let flow = step(&mut self.state, DfgInstructionContext::new(pc, &func.dfg))
+            .map_err(|e| Outcome::Unsupported(error_chain(&e)))?;
+        match flow {
+            ControlFlow::Assign(values) => {
+                self.state
+                    .current_frame_mut()
+                    .set_all(func.dfg.inst_results(pc), values.to_vec());
+                next_inst(pc, func)
+            }
+            ControlFlow::Continue => next_inst(pc, func),
+            ControlFlow::ContinueAt(block, values) => {
+                self.state
+                    .current_frame_mut()
+                    .set_all(func.dfg.block_params(block), values.to_vec());
+                func.layout
+                    .first_inst(block)
+                    .ok_or_else(|| Outcome::Unsupported("empty block".into()))
+            }
+            ControlFlow::Call(callee, values) => {
+                self.call(pc, callee, values.to_vec(), options, returns_to, imports)
+            }
+            ControlFlow::ReturnCall(callee, values) => {
+                self.return_call(callee, values.to_vec(), options, returns_to, imports)
+            }
+            ControlFlow::Return(values) => self.leave(values.to_vec(), returns_to),
+            ControlFlow::Trap(trap) => Err(Outcome::Trapped(trap.into())),
+        }
+    }
+
+    /// The call at `pc`: an import returns at once, a name this module does not have ends the
+    /// run, a defined function gets a frame.
+    fn call(
+        &mut self,
+        pc: Inst,
+        callee: &'a Function,
+        args: Vec<DataValue>,
+        options: &VerifyOptions,
+        returns_to: &mut Vec<Inst>,
+        imports: &mut Vec<ImportCall>,
+    ) -> Result<Inst, Outcome> {
+        match self.stub(callee) {
+            Some((name, StubKind::Import)) => {
+                let rets = import_call(name, callee, args, imports)?;
+                let func = self.state.current_frame().function();
+                self.state
+                    .current_frame_mut()
+                    .set_all(func.dfg.inst_results(pc), rets);
+                next_inst(pc, func)
+            }
+            Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
+            None => {
+                returns_to.push(pc);
+                if returns_to.len() >= options.max_depth {
+                    Err(Outcome::TooDeep)
+                } else {
+                    self.enter(callee, args, options)
+                }
+            }
+        }
+    }
+
+    /// A tail call: as [`Side::call`], but the current frame is left first.
+    fn return_call(
+        &mut self,
+        callee: &'a Function,
+        args: Vec<DataValue>,
+        options: &VerifyOptions,
+        returns_to: &mut Vec<Inst>,
+        imports: &mut Vec<ImportCall>,
+    ) -> Result<Inst, Outcome> {
+        match self.stub(callee) {
+            Some((name, StubKind::Import)) => {
+                let rets = import_call(name, callee, args, imports)?;
+                self.leave(rets, returns_to)
+            }
+            Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
+            None => {
+                self.state.pop_frame();
+                self.enter(callee, args, options)
+            }
+        }
+    }
+
+    fn stub(&self, func: &Function) -> Option<(&'a FuncName, &'a StubKind)> {
+        self.stubs.get(&(func as *const Function)).copied()
+    }
+
+    /// Pushes a frame for `func` with its parameters set; the first instruction.
+    fn enter(
+        &mut self,
+        func: &'a Function,
+        args: Vec<DataValue>,
+        options: &VerifyOptions,
+    ) -> Result<Inst, Outcome> {
+        let entry = func
+            .layout
+            .entry_block()
+            .ok_or_else(|| Outcome::Unsupported(format!("{} has no body", func.name)))?;
+        let params = func.dfg.block_params(entry);
+        if params.len() != args.len() {
+            return Err(Outcome::Trapped(Trap::BadSignature));
+        }
+        // The interpreter allocates a frame's bytes when it enters the function: check the
+        // limit first (a frame of gigabytes would be allocated, and the u32 sum Cranelift
+        // computes it with could overflow).
+        let frame: u64 = func
+            .sized_stack_slots
+            .values()
+            .map(|s| u64::from(s.size))
+            .sum();
+        let limit = options.max_stack_bytes as u64;
+        if frame > limit {
+            let why = format!("a stack frame of {frame} bytes (the limit is {limit})");
+            return Err(Outcome::Unsupported(why));
+        }
+        if self.state.inner.stack.len() as u64 + frame > limit {
+            return Err(Outcome::TooDeep);
+        }
+        self.state.push_frame(func);
+        self.state.current_frame_mut().set_all(params, args);
+        func.layout
+            .first_inst(entry)
+            .ok_or_else(|| Outcome::Unsupported("empty entry block".into()))
+    }
+
+    /// Pops the current frame and returns `values` to the caller; `Err` with the outcome when
+    /// the entry function returns.
+    fn leave(
+        &mut self,
+        values: Vec<DataValue>,
+        returns_to: &mut Vec<Inst>,
+    ) -> Result<Inst, Outcome> {
+        self.state.pop_frame();
+        let Some(call) = returns_to.pop() else {
+            return Err(Outcome::Returned(values));
+        };
+        let caller = self.state.current_frame().function();
+        self.state
+            .current_frame_mut()
+            .set_all(caller.dfg.inst_results(call), values);
+        caller
+            .layout
+            .next_inst(call)
+            .ok_or_else(|| Outcome::Unsupported("a call ends its block".into()))
+    }
+}
+
+/// The function a call through each slot's address runs: the first of the slot's names this
+/// module defines, else its first stand-in. `resolved` is every name with whether the module
+/// defines it and the function it runs.
+fn slot_functions<'a>(
+    names: &Names,
+    resolved: &[(&FuncName, bool, &'a Function)],
+) -> Vec<Option<&'a Function>> {
+    let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
+    for defined_first in [true, false] {
+        for &(name, defined, func) in resolved {
+            let slot = names.slot_of[name] as usize;
+            if defined == defined_first && slot_fn[slot].is_none() {
+                slot_fn[slot] = Some(func);
+            }
+        }
+    }
+    slot_fn
+}
+
+/// The instruction after `inst`, which does not end its block.
+fn next_inst(inst: Inst, func: &Function) -> Result<Inst, Outcome> {
+    func.layout
+        .next_inst(inst)
+        .ok_or_else(|| Outcome::Unsupported("fell off the end of a block".into()))
+}
+
+/// The results of a call to an import: a hash of its name and arguments, one value per return.
+fn import_call(
+    name: &FuncName,
+    stub: &Function,
+    args: Vec<DataValue>,
+    imports: &mut Vec<ImportCall>,
+) -> Result<Vec<DataValue>, Outcome> {
+    let mut h = fnv(name.to_string().as_bytes());
+    for a in &args {
+        h = mix(h ^ u64::from(a.ty().bits()) ^ (u64::from(a.ty().is_float()) << 32));
+        let mut bytes = [0u8; 16];
+        let n = a.ty().bytes() as usize;
+        if n > 16 {
+            return Err(Outcome::Unsupported(format!("argument of type {}", a.ty())));
+        }
+        a.write_to_slice_le(&mut bytes[..n]);
+        h = mix(h ^ u64::from_le_bytes(bytes[..8].try_into().unwrap()));
+        h = mix(h ^ u64::from_le_bytes(bytes[8..].try_into().unwrap()));
+    }
+    imports.push(ImportCall {
+        name: name.clone(),
+        args,
+    });
+    stub.signature
+        .returns
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bits = mix(h ^ (i as u64 + 1));
+            value_of_bits(r.value_type, bits, bits.rotate_left(17))
+                .ok_or_else(|| Outcome::Unsupported(format!("an import returns {}", r.value_type)))
+        })
+        .collect()
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
