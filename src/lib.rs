@@ -22,14 +22,19 @@
 //!     }
 //! ";
 //! let mut module = ClifModule::new();
+//! let mut ids = Vec::new();
 //! for func in cranelift_reader::parse_functions(text).unwrap() {
-//!     module.define(func, SymbolLinkage::Local, None).unwrap();
+//!     ids.push(module.define(func, SymbolLinkage::Local, None).unwrap());
 //! }
 //! let (report, _times) = merge_module(&mut module, Mode::Safe);
 //! assert_eq!(report.merged, 1);
 //! assert_eq!(report.classes[0].kept.to_string(), "%add1");
 //! // `%inc` was local and nobody took its address: it is gone, and calls to it go to `%add1`.
 //! assert_eq!(module.len(), 1);
+//! // Ids are stable: `%inc`'s id still names it, and the report says where its body went.
+//! assert!(module.is_merged_away(ids[1]));
+//! assert_eq!(report.kept_for(ids[1]).unwrap().to_string(), "%add1");
+//! assert_eq!(report.kept_for(ids[0]), None);
 //! ```
 //!
 //! # Where everything lives

@@ -6,7 +6,6 @@ use super::policy::Action;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::parallel;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// One replaced function of a class.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -36,19 +35,20 @@ pub struct MergeReport {
     pub merged: usize,
     /// The classes, ordered by their smallest name; in each, the replaced ones by name.
     pub classes: Vec<MergedClass>,
-    /// Every replaced function's id in the input module, with the name of the function that
-    /// now has its body (ids are stable: they name the same functions after the merge).
+    /// Every replaced function's id in the input module (ids are stable: they name the same
+    /// functions after the merge), in id order, with the index in `classes` of its class; see
+    /// [`MergeReport::redirects`] and [`MergeReport::kept_for`].
     #[serde(skip)]
-    pub redirects: BTreeMap<FunctionId, FuncName>,
+    pub redirect_map: Vec<(FunctionId, u32)>,
 }
 
 impl MergeReport {
     /// The report of `plan` for `module` (not yet rewritten).
     pub fn of_plan(module: &ClifModule, plan: &MergePlan) -> MergeReport {
-        let mut classes: Vec<(FuncName, MergedClass)> = parallel::map(
+        let mut classes: Vec<(FuncName, usize, MergedClass)> = parallel::map(
             &plan.classes,
             || (),
-            |_, _, class| {
+            |_, c, class| {
                 let mut replaced: Vec<(&FuncName, Action)> = class
                     .replaced
                     .iter()
@@ -57,34 +57,54 @@ impl MergeReport {
                 replaced.sort_by(|a, b| a.0.cmp(b.0));
                 let kept = class.kept_name(module);
                 let smallest = replaced.first().map_or(kept, |r| r.0).min(kept).clone();
-                let class = MergedClass {
-                    kept: kept.clone(),
-                    replaced: replaced
-                        .into_iter()
-                        .map(|(name, by)| Replacement {
-                            name: name.clone(),
-                            by,
-                        })
-                        .collect(),
-                };
-                (smallest, class)
+                let replaced = replaced
+                    .into_iter()
+                    .map(|(name, by)| Replacement {
+                        name: name.clone(),
+                        by,
+                    })
+                    .collect();
+                let kept = kept.clone();
+                (smallest, c, MergedClass { kept, replaced })
             },
         );
         classes.sort_by(|a, b| a.0.cmp(&b.0));
-        let redirects = plan
+        // Plan order to report order.
+        let mut position = vec![0u32; classes.len()];
+        for (at, (_, c, _)) in classes.iter().enumerate() {
+            position[*c] = at as u32;
+        }
+        let mut redirect_map: Vec<(FunctionId, u32)> = plan
             .classes
             .iter()
-            .flat_map(|class| {
-                let kept = class.kept_name(module);
-                class.replaced.iter().map(|&(g, _)| (g, kept.clone()))
-            })
+            .zip(&position)
+            .flat_map(|(class, &at)| class.replaced.iter().map(move |&(g, _)| (g, at)))
             .collect();
+        redirect_map.sort_unstable();
         MergeReport {
             functions: module.len(),
             merged: plan.merged(),
-            classes: classes.into_iter().map(|(_, c)| c).collect(),
-            redirects,
+            classes: classes.into_iter().map(|(_, _, c)| c).collect(),
+            redirect_map,
         }
+    }
+
+    /// Every replaced function's id, in id order, with the name of the function that now has
+    /// its body.
+    pub fn redirects(&self) -> impl Iterator<Item = (FunctionId, &FuncName)> + '_ {
+        self.redirect_map
+            .iter()
+            .map(|&(g, c)| (g, &self.classes[c as usize].kept))
+    }
+
+    /// The name of the function that now has the body of the replaced function `id`; None when
+    /// `id` was not replaced.
+    pub fn kept_for(&self, id: FunctionId) -> Option<&FuncName> {
+        let at = self
+            .redirect_map
+            .binary_search_by_key(&id, |&(g, _)| g)
+            .ok()?;
+        Some(&self.classes[self.redirect_map[at].1 as usize].kept)
     }
 
     /// The function that now holds the body of the function named `name`: the kept function

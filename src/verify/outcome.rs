@@ -12,9 +12,13 @@ use std::fmt;
 pub enum Trap {
     /// A trap instruction, a trapping memory access or arithmetic: its trap code.
     Code(TrapCode),
+    /// An indirect call whose signature does not match.
     BadSignature,
+    /// Code marked unreachable was reached.
     UnreachableCodeReached,
+    /// A misaligned heap access.
     HeapMisaligned,
+    /// A `debugtrap`.
     Debug,
 }
 
@@ -45,7 +49,9 @@ impl fmt::Display for Trap {
 /// How one run ended.
 #[derive(Clone, Debug)]
 pub enum Outcome {
+    /// It returned these values.
     Returned(Vec<DataValue>),
+    /// It trapped.
     Trapped(Trap),
     /// A call to a name this module does not have.
     Dangling(FuncName),
@@ -65,6 +71,7 @@ impl Outcome {
         matches!(self, Outcome::OutOfFuel | Outcome::TooDeep)
     }
 
+    /// Whether the interpreter could not run something on the way.
     pub fn is_unsupported(&self) -> bool {
         matches!(self, Outcome::Unsupported(_))
     }
@@ -125,14 +132,18 @@ fn write_value(f: &mut fmt::Formatter<'_>, v: &DataValue) -> fmt::Result {
 /// A call to an import, as recorded.
 #[derive(Clone, Debug)]
 pub struct ImportCall {
+    /// The import called.
     pub name: FuncName,
+    /// Its arguments.
     pub args: Vec<DataValue>,
 }
 
 /// One run: how it ended, and the imports it called.
 #[derive(Clone, Debug)]
 pub struct Run {
+    /// How it ended.
     pub outcome: Outcome,
+    /// The imports it called, in order.
     pub imports: Vec<ImportCall>,
 }
 
@@ -161,8 +172,11 @@ pub struct Mismatch {
     /// What ran in the merged module when it is not the same name (the kept function of a
     /// removed one).
     pub ran_as: Option<FuncName>,
+    /// The arguments.
     pub args: Vec<DataValue>,
+    /// The run in the original module.
     pub original: Run,
+    /// The run in the merged module.
     pub merged: Run,
 }
 

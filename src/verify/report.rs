@@ -23,10 +23,12 @@ pub struct VerifyReport {
     pub partly_checked: usize,
     /// Functions no run of which ran to the end on both sides (skipped ones included).
     pub unchecked: usize,
+    /// Every run that behaved differently.
     pub mismatches: Vec<Mismatch>,
 }
 
 impl VerifyReport {
+    /// Whether nothing behaved differently.
     pub fn is_ok(&self) -> bool {
         self.mismatches.is_empty()
     }
