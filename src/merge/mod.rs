@@ -10,6 +10,7 @@
 //! | `plan.rs` | the decisions for a whole module ([`MergePlan`]), private copies named |
 //! | `apply.rs` | the rewrite: calls redirected, thunks written, aliases and removals |
 //! | `thunk.rs` | writing and recognizing thunks |
+//! | `callsite.rs` | calls that pass extra arguments (for similar merging) |
 //! | `report.rs` | [`MergeReport`]: what was merged, by name, with the redirect map |
 //!
 //! # What "equal" means
@@ -48,6 +49,7 @@
 //! - The result does not depend on the order of functions in the input.
 
 mod apply;
+pub mod callsite;
 pub mod plan;
 pub mod policy;
 mod report;
