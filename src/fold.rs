@@ -94,13 +94,12 @@ pub fn fold(
     let classes = partition::refine(&fingerprints, &hashes);
     let mut folds = Vec::new();
     for members in &classes.classes {
-        let decision = decide_class(mode, AllPreemptible::AliasesOnly, members, |f| {
-            MemberFacts {
-                function: module.function(f),
-                address_taken: refs.address_taken(f),
-                already_a_thunk: false,
-            }
-        });
+        let facts = |f| MemberFacts {
+            function: module.function(f),
+            address_taken: refs.address_taken(f),
+        };
+        // Only compiled functions take part: jump thunks are alone in their class already.
+        let decision = decide_class(mode, AllPreemptible::AliasesOnly, members, facts, |_| false);
         let Some(decision) = decision else { continue };
         folds.extend(decision.replaced.into_iter().map(|(g, action)| Fold {
             replaced: g,

@@ -81,6 +81,14 @@ impl PartialEq for FnKey<'_> {
 
 impl Eq for FnKey<'_> {}
 
+/// A map with an entry for each of `n` keys already (growing it entry by entry costs a check
+/// and a resize on every write).
+fn sized<K: cranelift_entity::EntityRef, V: Clone + Default>(n: usize) -> SecondaryMap<K, V> {
+    let mut map = SecondaryMap::new();
+    map.resize(n);
+    map
+}
+
 /// The state of the refinement.
 struct Refiner<'a> {
     fingerprints: &'a PrimaryMap<FunctionId, Fingerprint>,
@@ -99,8 +107,7 @@ impl<'a> Refiner<'a> {
         fingerprints: &'a PrimaryMap<FunctionId, Fingerprint>,
         hashes: &'a PrimaryMap<FunctionId, u64>,
     ) -> Self {
-        let mut referrers: SecondaryMap<FunctionId, Vec<FunctionId>> =
-            SecondaryMap::with_capacity(fingerprints.len());
+        let mut referrers: SecondaryMap<FunctionId, Vec<FunctionId>> = sized(fingerprints.len());
         for (f, fp) in fingerprints.iter() {
             for &callee in &fp.class_refs {
                 let list = &mut referrers[callee];
@@ -112,7 +119,7 @@ impl<'a> Refiner<'a> {
         Refiner {
             fingerprints,
             hashes,
-            class_of: SecondaryMap::with_capacity(fingerprints.len()),
+            class_of: sized(fingerprints.len()),
             members: PrimaryMap::new(),
             referrers,
             deferred: Vec::new(),

@@ -92,7 +92,9 @@ impl ModuleRefs {
             (FunctionRefs::of(module, func), also(state, func))
         });
         let mut refs = ModuleRefs::default();
-        let mut extra = SecondaryMap::with_capacity(module.id_count());
+        refs.functions.resize(module.id_count());
+        let mut extra = SecondaryMap::new();
+        extra.resize(module.id_count());
         for (&id, (function_refs, r)) in ids.iter().zip(found) {
             refs.functions[id] = function_refs;
             extra[id] = Some(r);

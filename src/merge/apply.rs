@@ -27,6 +27,8 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
         .collect();
     let mut action_of: SecondaryMap<FunctionId, Option<(Action, u32)>> = SecondaryMap::new();
     let mut redirect: SecondaryMap<FunctionId, Option<u32>> = SecondaryMap::new();
+    action_of.resize(module.id_count());
+    redirect.resize(module.id_count());
     // Private copies, each with the function it copies and the one it goes before.
     let mut copies: Vec<(FunctionId, FunctionId, ModuleFunction)> = Vec::new();
     for (c, class) in plan.classes.iter().enumerate() {

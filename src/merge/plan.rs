@@ -66,14 +66,16 @@ impl MergePlan {
             &classes.classes,
             || (),
             |_, _, members| {
-                decide_class(mode, AllPreemptible::PrivateCopy, members, |f| {
-                    let function = module.function(f);
-                    MemberFacts {
-                        function,
+                decide_class(
+                    mode,
+                    AllPreemptible::PrivateCopy,
+                    members,
+                    |f| MemberFacts {
+                        function: module.function(f),
                         address_taken: refs.address_taken(f),
-                        already_a_thunk: is_forwarding_thunk(&function.func),
-                    }
-                })
+                    },
+                    |f| is_forwarding_thunk(&module.function(f).func),
+                )
             },
         );
         // Only needed to name private copies, which are rare.

@@ -80,8 +80,6 @@ pub struct MemberFacts<'a> {
     pub function: &'a ModuleFunction,
     /// Whether its address is observable in the module.
     pub address_taken: bool,
-    /// Whether it already is a minimal thunk (see the module docs).
-    pub already_a_thunk: bool,
 }
 
 /// One class's decision.
@@ -96,31 +94,34 @@ pub struct ClassDecision {
 }
 
 /// Decides a class of two or more equal members; None when nothing would change.
+/// `already_a_thunk` says whether a member already is a minimal thunk (see the module docs); it
+/// is asked only of members that would become thunks.
 pub fn decide_class<'a>(
     mode: Mode,
     all_preemptible: AllPreemptible,
     members: &[FunctionId],
     facts: impl Fn(FunctionId) -> MemberFacts<'a>,
+    already_a_thunk: impl Fn(FunctionId) -> bool,
 ) -> Option<ClassDecision> {
-    let mut members = members.to_vec();
+    let mut members: Vec<(FunctionId, MemberFacts<'a>)> =
+        members.iter().map(|&f| (f, facts(f))).collect();
     let (at, _) = members
         .iter()
         .enumerate()
-        .min_by(|(_, a), (_, b)| kept_order(facts(**a).function, facts(**b).function))?;
+        .min_by(|(_, a), (_, b)| kept_order(a.1.function, b.1.function))?;
     members.swap(0, at);
-    let first = members[0];
-    let preemptible = facts(first).function.linkage.is_preemptible();
+    let first = members[0].0;
+    let preemptible = members[0].1.function.linkage.is_preemptible();
     let private_copy = preemptible && all_preemptible == AllPreemptible::PrivateCopy;
     if !private_copy {
         members.remove(0);
     }
     let replaced: Vec<(FunctionId, Action)> = members
         .into_iter()
-        .filter_map(|g| {
-            let g_facts = facts(g);
+        .filter_map(|(g, g_facts)| {
             let action = action_for(mode, g_facts.function.linkage, g_facts.address_taken);
-            let keep_as_is = action == Action::Thunk
-                && (g_facts.already_a_thunk || (preemptible && !private_copy));
+            let keep_as_is =
+                action == Action::Thunk && ((preemptible && !private_copy) || already_a_thunk(g));
             (!keep_as_is).then_some((g, action))
         })
         .collect();
