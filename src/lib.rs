@@ -43,6 +43,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | [`batch`] | merging for embedders that compile each function themselves: typed decisions per key |
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
@@ -68,6 +69,7 @@
 //! With `default-features = false` the library depends on Cranelift, `object`, serde and a few
 //! small crates only.
 
+pub mod batch;
 pub mod compare;
 pub mod emit;
 mod error;
