@@ -54,6 +54,7 @@ fn run() -> Result<()> {
             None => obj::host_target()?,
         },
         opt_level: OptLevel::Speed,
+        isa: Default::default(),
         function_sections,
         // Only used when folding; nothing is folded here.
         mode: Mode::Safe,

@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
-use clif_merge::emit::object::{self as obj, ObjectOptions, OptLevel};
+use clif_merge::emit::object::{self as obj, IsaSettings, ObjectOptions, OptLevel};
 use clif_merge::pipeline::{self, PipelineOptions, PipelineOutput};
 use clif_merge::{Mode, ReadOptions, SymbolLinkage, output, report};
 use std::io::Write;
@@ -52,6 +52,16 @@ struct Opts {
     /// aarch64-unknown-linux-gnu, x86_64-apple-darwin, aarch64-apple-darwin.
     #[arg(long, value_name = "TRIPLE")]
     target: Option<String>,
+
+    /// A Cranelift CPU preset for the object: `baseline` (the default: portable), `native`
+    /// (the host's features), or a preset of the target such as `nehalem`, `haswell`, `skylake`.
+    #[arg(long, value_name = "NAME")]
+    target_cpu: Option<String>,
+
+    /// A Cranelift shared or target flag for the object, as `NAME` (a boolean set to true) or
+    /// `NAME=VALUE`; may be repeated (e.g. `--set has_avx2 --set opt_level=speed_and_size`).
+    #[arg(long = "set", value_name = "NAME[=VALUE]")]
+    set: Vec<String>,
 
     /// Cranelift's optimization level for the object.
     #[arg(long, value_enum, default_value_t = OptLevelArg::Speed)]
@@ -178,6 +188,9 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
         None if opts.target.is_some() || opts.size_baseline || opts.function_sections => {
             bail!("--target, --function-sections and --size-baseline need -o PATH")
         }
+        None if opts.target_cpu.is_some() || !opts.set.is_empty() => {
+            bail!("--target-cpu and --set need -o PATH")
+        }
         None => None,
         Some(_) => Some(ObjectOptions {
             target: match &opts.target {
@@ -185,6 +198,10 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
                 None => obj::host_target()?,
             },
             opt_level: opts.opt_level.into(),
+            isa: IsaSettings {
+                cpu: opts.target_cpu.clone(),
+                flags: opts.set.clone(),
+            },
             function_sections: opts.function_sections,
             mode,
             fold_machine_code: true,

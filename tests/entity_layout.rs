@@ -175,6 +175,7 @@ fn compile(name: &str, triple: &str) -> Code {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let options = ObjectOptions {
         target: parse_target(triple).expect("a supported target"),
+        isa: Default::default(),
         opt_level: OptLevel::Speed,
         function_sections: false,
         mode: Mode::Safe,

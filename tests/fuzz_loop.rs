@@ -822,6 +822,7 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
 fn object_options() -> ObjectOptions {
     ObjectOptions {
         target: parse_target("x86_64-unknown-linux-gnu").unwrap(),
+        isa: Default::default(),
         opt_level: OptLevel::None,
         function_sections: false,
         mode: Mode::Safe,

@@ -243,6 +243,7 @@ fn load(name: &str) -> ClifModule {
 fn options(triple: &str, mode: Mode, function_sections: bool, fold: bool) -> ObjectOptions {
     ObjectOptions {
         target: parse_target(triple).expect("a supported target"),
+        isa: Default::default(),
         opt_level: OptLevel::Speed,
         function_sections,
         mode,

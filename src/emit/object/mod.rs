@@ -53,7 +53,7 @@ use target_lexicon::{BinaryFormat, Triple};
 
 pub use error::ObjectError;
 pub use slots::symbol_name;
-pub use target::{OptLevel, SUPPORTED_TARGETS, host_target, parse_target};
+pub use target::{IsaSettings, OptLevel, SUPPORTED_TARGETS, host_target, parse_target};
 
 /// How an object is written.
 #[derive(Clone, Debug)]
@@ -62,6 +62,8 @@ pub struct ObjectOptions {
     pub target: Triple,
     /// Cranelift's optimization level.
     pub opt_level: OptLevel,
+    /// CPU preset and flags (default: the target's baseline).
+    pub isa: IsaSettings,
     /// One text section per function.
     pub function_sections: bool,
     /// The rules for folded functions, as for IR merges.

@@ -60,6 +60,19 @@ pub fn host_target() -> Result<Triple, ObjectError> {
 }
 
 /// The ISA objects are compiled for.
+/// Cranelift settings beyond the defaults, as `clif-util` and wasmtime's `-C` take them. The
+/// default is portable code for the target's baseline.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IsaSettings {
+    /// A Cranelift preset of the target (x86_64: `nehalem`, `haswell`, `skylake`, `znver1`, …),
+    /// `baseline` (no preset), or `native` (the host's features; the target must be the host).
+    pub cpu: Option<String>,
+    /// Shared or target flags, each `NAME` (a boolean set to true, or a preset) or `NAME=VALUE`,
+    /// applied in order after the preset and after this crate's own defaults, which they can
+    /// override.
+    pub flags: Vec<String>,
+}
+
 pub(super) fn build_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa, ObjectError> {
     let mut flags = settings::builder();
     let isa_error = |e: &dyn std::fmt::Display| ObjectError::Isa(e.to_string());
@@ -72,11 +85,71 @@ pub(super) fn build_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa, Objec
     flags
         .set("preserve_frame_pointers", "true")
         .map_err(|e| isa_error(&e))?;
-    let isa = isa::lookup(options.target.clone())
-        .map_err(|e| ObjectError::Isa(format!("target {}: {e}", options.target)))?
+    let mut isa_builder = isa::lookup(options.target.clone())
+        .map_err(|e| ObjectError::Isa(format!("target {}: {e}", options.target)))?;
+    apply_cpu(&mut isa_builder, options)?;
+    for flag in &options.isa.flags {
+        apply_flag(&mut flags, &mut isa_builder, flag, &options.target)?;
+    }
+    let isa = isa_builder
         .finish(settings::Flags::new(flags))
         .map_err(|e| isa_error(&e))?;
     Ok(isa)
+}
+
+/// The CPU preset, or the host's features for `native`.
+fn apply_cpu(isa_builder: &mut isa::Builder, options: &ObjectOptions) -> Result<(), ObjectError> {
+    match options.isa.cpu.as_deref() {
+        None | Some("baseline") => Ok(()),
+        Some("native") => {
+            let host = Triple::host();
+            if (host.architecture, host.binary_format)
+                != (options.target.architecture, options.target.binary_format)
+            {
+                return Err(ObjectError::Isa(format!(
+                    "--target-cpu native describes the host ({host}), not the target {}",
+                    options.target
+                )));
+            }
+            cranelift_native::infer_native_flags(isa_builder)
+                .map_err(|e| ObjectError::Isa(format!("cannot detect the host's features: {e}")))
+        }
+        Some(cpu) => isa_builder.enable(cpu).map_err(|_| {
+            ObjectError::Isa(format!(
+                "unknown CPU `{cpu}` for {}: use a Cranelift preset of the target (for x86_64: \
+                 nehalem, haswell, skylake, znver1, ...), baseline or native",
+                options.target
+            ))
+        }),
+    }
+}
+
+/// One `NAME` or `NAME=VALUE`: a shared flag if Cranelift has one of that name, else a flag or
+/// preset of the target.
+fn apply_flag(
+    flags: &mut settings::Builder,
+    isa_builder: &mut isa::Builder,
+    flag: &str,
+    target: &Triple,
+) -> Result<(), ObjectError> {
+    let (name, value) = match flag.split_once('=') {
+        Some((name, value)) => (name.trim(), Some(value.trim())),
+        None => (flag.trim(), None),
+    };
+    let set = |config: &mut dyn Configurable| match value {
+        Some(value) => config.set(name, value),
+        None => config.enable(name),
+    };
+    let result = match set(flags) {
+        Err(settings::SetError::BadName(_)) => set(isa_builder),
+        other => other,
+    };
+    result.map_err(|e| match e {
+        settings::SetError::BadName(_) => ObjectError::Isa(format!(
+            "unknown setting `{name}`: not a Cranelift shared flag nor a flag of {target}"
+        )),
+        e => ObjectError::Isa(format!("setting `{flag}`: {e}")),
+    })
 }
 
 /// The machine code of a thunk: one direct jump, and its relocation.
