@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
     about = "Merge functions that do exactly the same thing in modules of Cranelift IR"
 )]
 struct Opts {
-    /// Input files: CLIF text, `.clif.xz` read directly. Together they form one module.
+    /// Input files: CLIF text, `.clif.xz` read directly; a folder stands for every `*.clif` and
+    /// `*.clif.xz` in it, in sorted order; `@FILE` for the arguments listed in FILE, one per
+    /// line. Together they form one module.
     #[arg(required = true, value_name = "FILE.clif")]
     files: Vec<PathBuf>,
 
@@ -120,7 +122,13 @@ fn main() {
             default_hook(info);
         }
     }));
-    let opts = Opts::parse();
+    let opts = match expand_argument_files(std::env::args_os()) {
+        Ok(args) => Opts::parse_from(args),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
     if let Err(e) = run(opts) {
         if let Some(clif_merge::Error::VerifyFailed(report)) = e.downcast_ref::<clif_merge::Error>()
         {
@@ -132,6 +140,36 @@ fn main() {
         }
         std::process::exit(1);
     }
+}
+
+/// The arguments with every `@FILE` replaced by the lines of FILE (one argument per line; empty
+/// lines are skipped), for lists longer than a command line may be. `@` alone, and arguments after
+/// `--`, are left as they are; an argument file may not name another.
+fn expand_argument_files(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>> {
+    let mut out = Vec::new();
+    let mut after_dashes = false;
+    for arg in args {
+        let file = arg.to_str().and_then(|a| a.strip_prefix('@')).filter(|f| !f.is_empty());
+        match file {
+            Some(file) if !after_dashes => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| anyhow::anyhow!("cannot read the argument file {file}: {e}"))?;
+                out.extend(
+                    text.lines()
+                        .map(|l| l.trim_end_matches('\r'))
+                        .filter(|l| !l.is_empty())
+                        .map(std::ffi::OsString::from),
+                );
+            }
+            _ => {
+                after_dashes |= arg == "--";
+                out.push(arg);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn print_verify_report(checked: &clif_merge::verify::VerifyReport) {
@@ -158,13 +196,14 @@ fn run(opts: Opts) -> Result<()> {
         .into_iter()
         .flatten()
         .collect();
-    output::check_outputs(&output_paths, &opts.files)?;
+    let files = clif_merge::read::input_files(&opts.files)?;
+    output::check_outputs(&output_paths, &files)?;
     let options = pipeline_options(&opts)?;
     let read_options = ReadOptions {
         default_linkage: opts.default_linkage.into(),
         verify: true,
     };
-    let mut done = pipeline::run_files(&opts.files, read_options, &options)?;
+    let mut done = pipeline::run_files(&files, read_options, &options)?;
     if let Some(checked) = &done.verify {
         print_verify_report(checked);
     }

@@ -243,6 +243,34 @@ pub fn read_files(paths: &[PathBuf], options: ReadOptions) -> Result<ClifModule,
     reader.finish()
 }
 
+/// The files `paths` name: a file as it is, a folder as every `*.clif` and `*.clif.xz` file
+/// directly in it, in sorted order (as wasmtime's `compile --emit-clif DIR` writes one file per
+/// function). A folder with no such file is an error.
+pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let error = |e: std::io::Error| InputError::new(path, 0, e.to_string());
+        let mut found: Vec<PathBuf> = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(error)? {
+            let file = entry.map_err(error)?.path();
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if (name.ends_with(".clif") || name.ends_with(".clif.xz")) && !file.is_dir() {
+                found.push(file);
+            }
+        }
+        if found.is_empty() {
+            return Err(InputError::new(path, 0, "the folder holds no .clif or .clif.xz file"));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
 /// Reads one module from `text`, named `file` in error messages (for text that is not in a
 /// file: generated, mutated or embedded).
 pub fn read_module_text(
