@@ -78,6 +78,11 @@ struct Opts {
     #[arg(long)]
     size_baseline: bool,
 
+    /// Threads for the parallel phases (reading and verifying, hashing, merging); default: one
+    /// per core. Modules under 4,096 functions use one thread whatever this says.
+    #[arg(long, value_name = "N")]
+    threads: Option<std::num::NonZeroUsize>,
+
     /// Run every function before and after merging in cranelift-interpreter on the same
     /// arguments; on any difference print it and exit 1 without writing output.
     #[arg(long)]
@@ -151,7 +156,10 @@ fn expand_argument_files(
     let mut out = Vec::new();
     let mut after_dashes = false;
     for arg in args {
-        let file = arg.to_str().and_then(|a| a.strip_prefix('@')).filter(|f| !f.is_empty());
+        let file = arg
+            .to_str()
+            .and_then(|a| a.strip_prefix('@'))
+            .filter(|f| !f.is_empty());
         match file {
             Some(file) if !after_dashes => {
                 let text = std::fs::read_to_string(file)
@@ -183,6 +191,11 @@ fn print_verify_report(checked: &clif_merge::verify::VerifyReport) {
 }
 
 fn run(opts: Opts) -> Result<()> {
+    if let Some(threads) = opts.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.get())
+            .build_global()?;
+    }
     let clif_to_stdout = opts.emit_clif.as_deref() == Some(Path::new("-"));
     let report_format = match opts.report {
         Some(ReportFormat::Json) if clif_to_stdout => {

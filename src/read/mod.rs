@@ -156,25 +156,18 @@ impl ModuleReader {
             };
             InputError::new(file, line, e.message.clone())
         })?;
+        // Each function is checked on its own (in parallel in a large file); the first error in
+        // file order is the one reported, as when checking one by one.
         let flags = settings::Flags::new(settings::builder());
-        for (func, details) in test.functions {
+        let verify_each = self.options.verify;
+        let checked = crate::parallel::map(
+            &test.functions,
+            || (),
+            |_, _, (func, details)| check_function(func, details, file, text, &flags, verify_each),
+        );
+        for ((func, details), check) in test.functions.into_iter().zip(checked) {
+            check?;
             let line = details.location.line_number;
-            if func.layout.entry_block().is_none() {
-                let msg = format!(
-                    "function {} has no blocks: a defined function needs a body",
-                    FuncName::of_function(&func)
-                );
-                return Err(InputError::new(file, line, msg));
-            }
-            if let Some((entity, msg)) = crate::references::undeclared_reference(&func) {
-                let msg = format!("in function {}: {msg}", FuncName::of_function(&func));
-                let at = entity_line(text, &details.map, entity).unwrap_or(line);
-                return Err(InputError::new(file, at, msg));
-            }
-            if self.options.verify {
-                let source = Source { file, text, line };
-                verify(&func, &flags, &details.map, &source)?;
-            }
             let origin = Origin {
                 file: file.to_path_buf(),
                 line,
@@ -263,7 +256,11 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             }
         }
         if found.is_empty() {
-            return Err(InputError::new(path, 0, "the folder holds no .clif or .clif.xz file"));
+            return Err(InputError::new(
+                path,
+                0,
+                "the folder holds no .clif or .clif.xz file",
+            ));
         }
         found.sort();
         files.extend(found);
@@ -375,6 +372,36 @@ fn invalid_char_line(text: &str) -> Option<usize> {
         in_word = word_char;
     }
     None
+}
+
+/// The checks a function passes before it joins the module: a body, no reference to an
+/// undeclared entity, and (with `verify`) the CLIF verifier.
+fn check_function(
+    func: &Function,
+    details: &cranelift_reader::Details<'_>,
+    file: &Path,
+    text: &str,
+    flags: &settings::Flags,
+    verify_each: bool,
+) -> Result<(), InputError> {
+    let line = details.location.line_number;
+    if func.layout.entry_block().is_none() {
+        let msg = format!(
+            "function {} has no blocks: a defined function needs a body",
+            FuncName::of_function(func)
+        );
+        return Err(InputError::new(file, line, msg));
+    }
+    if let Some((entity, msg)) = crate::references::undeclared_reference(func) {
+        let msg = format!("in function {}: {msg}", FuncName::of_function(func));
+        let at = entity_line(text, &details.map, entity).unwrap_or(line);
+        return Err(InputError::new(file, at, msg));
+    }
+    if verify_each {
+        let source = Source { file, text, line };
+        verify(func, flags, &details.map, &source)?;
+    }
+    Ok(())
 }
 
 /// Where a function was read from: the file, its text and the function's line.
