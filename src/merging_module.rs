@@ -286,8 +286,9 @@ fn finish_deferred<M: Module>(
     Ok((inner, report))
 }
 
-/// Eager mode's resolver: a callee already known is compared by the class of the function that
-/// holds its body, the function itself by a fixed sentinel, anything else by name.
+/// Eager mode's resolver: a called function already known is compared by the class of the function that
+/// holds its body, the function itself by a fixed sentinel, anything else (addresses included)
+/// by name.
 struct EagerResolver<'a> {
     own: FuncName,
     rep: &'a FxHashMap<FuncId, FuncId>,
@@ -298,8 +299,9 @@ struct EagerResolver<'a> {
 const SELF: u32 = u32::MAX - 1;
 
 impl Resolver for EagerResolver<'_> {
-    fn resolve(&self, func: &Function, name: &ExternalName, _: RefKind) -> NameKey {
-        let Some(name) = FuncName::of_external(name, func) else {
+    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
+        // An address is the symbol's own: a thunk's address is not its body's.
+        let (RefKind::Call, Some(name)) = (kind, FuncName::of_external(name, func)) else {
             return NameKey::Identity;
         };
         if name == self.own {

@@ -297,3 +297,30 @@ fn definitions_the_inner_module_would_refuse_are_refused_at_once() {
         assert!(module.define_function(a, &mut ctx).is_err());
     }
 }
+
+#[test]
+fn eager_functions_returning_their_own_address_stay_distinct() {
+    let mut module = MergingModule::new(jit());
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I64));
+    let ids: Vec<FuncId> = ["self_a", "self_b"]
+        .iter()
+        .map(|n| module.declare_function(n, Linkage::Export, &sig).unwrap())
+        .collect();
+    for &id in &ids {
+        define(&mut module, id, |b, import, _| {
+            let f = import(id, b);
+            b.ins().func_addr(types::I64, f)
+        });
+    }
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 0, "{report:?}");
+    for id in ids {
+        let ptr = jit.get_finalized_function(id);
+        // SAFETY: `fn(i32) -> i64` in the host's default calling convention.
+        let f: extern "C" fn(i32) -> i64 = unsafe { std::mem::transmute(ptr) };
+        assert_eq!(f(0), ptr as i64);
+    }
+}
