@@ -324,3 +324,31 @@ fn eager_functions_returning_their_own_address_stay_distinct() {
         assert_eq!(f(0), ptr as i64);
     }
 }
+
+#[test]
+fn deferred_object_with_a_private_copy_emits() {
+    use object::{Object, ObjectSymbol};
+    let builder = ObjectBuilder::new(host_isa(), "merged", default_libcall_names()).unwrap();
+    let mut module = MergingModule::deferred(ObjectModule::new(builder));
+    let a = declare(&mut module, "weak_a", Linkage::Preemptible);
+    let b = declare(&mut module, "weak_b", Linkage::Preemptible);
+    let c = declare(&mut module, "user", Linkage::Export);
+    mul3(&mut module, a);
+    mul3(&mut module, b);
+    caller(&mut module, c, b);
+    let (object_module, report) = module.finish().unwrap();
+    assert_eq!(report.merged, 2, "{report:?}");
+    let bytes = object_module.finish().emit().unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let defined: Vec<String> = file
+        .symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_owned))
+        .collect();
+    for name in ["weak_a", "weak_b", "user"] {
+        assert!(
+            defined.iter().any(|d| d.trim_start_matches('_') == name),
+            "{name} in {defined:?}"
+        );
+    }
+}
