@@ -44,6 +44,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`batch`] | merging for embedders that compile each function themselves: typed decisions per key |
+//! | [`merging_module`] | [`MergingModule`]: a cranelift-module `Module` that merges on the way to a JIT or object module, eagerly or at `finish` |
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
@@ -76,6 +77,7 @@ mod error;
 pub mod fold;
 mod guard;
 pub mod merge;
+pub mod merging_module;
 pub mod module;
 mod name;
 pub mod output;
@@ -93,5 +95,6 @@ pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
 pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module};
+pub use merging_module::MergingModule;
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};

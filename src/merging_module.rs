@@ -1,0 +1,521 @@
+//! [`MergingModule`]: a [`cranelift_module::Module`] that merges equal functions on their way to
+//! another module (a `JITModule`, an `ObjectModule`), for embedders that build their functions
+//! through cranelift-module.
+//!
+//! Declarations go straight to the inner module, so every `FuncId` and `DataId` is the inner
+//! module's own; only function bodies (`define_function`) are held back or compared. Bodies
+//! defined from bytes (`define_function_bytes`) are opaque: forwarded at once, never merged.
+//!
+//! Two timings:
+//!
+//! - [`MergingModule::deferred`]: bodies are kept until [`MergingModule::finish`], which merges
+//!   them all at once with the exact, whole-module merge ([`crate::merge_module`], recursion
+//!   included) and then defines every function in the inner module.
+//! - [`MergingModule::new`] (eager): each body is compared, when it is defined, with the bodies
+//!   defined before it; an equal one is compiled as a thunk calling the first. Cheaper in memory
+//!   and latency, and what a JIT wants, but it only finds what order allows (a function is
+//!   merged with an earlier one whose callees were already known equal).
+//!
+//! cranelift-module has no aliases and a JIT must be able to call every `FuncId`: a function the
+//! merge replaced is always defined, as a thunk calling the function holding its body.
+
+use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
+use crate::merge::thunk::write_thunk;
+use crate::merge::{Action, MergeReport, MergedClass, Mode, Replacement, merge_module};
+use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::{ExternalName, Function, Signature, UserFuncName};
+use cranelift_codegen::{Context, isa};
+use cranelift_entity::EntityRef;
+use cranelift_module::{
+    DataDescription, DataId, FuncId, Linkage, Module, ModuleDeclarations, ModuleReloc, ModuleResult,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::cell::RefCell;
+
+/// The error of [`MergingModule::finish`].
+#[derive(Debug, thiserror::Error)]
+pub enum FinishError {
+    /// The inner module refused a definition (a compilation error, a bad declaration).
+    #[error("defining {function}: {source}")]
+    Define {
+        /// The function's linkage name.
+        function: String,
+        /// The inner module's error.
+        #[source]
+        source: Box<cranelift_module::ModuleError>,
+    },
+    /// A body could not be merged (it refers to an entity it does not declare).
+    #[error(transparent)]
+    Merge(#[from] crate::Error),
+}
+
+/// A function body held for the merge (deferred mode).
+struct Held {
+    id: FuncId,
+    func: Function,
+}
+
+/// What eager mode knows about the bodies defined so far.
+#[derive(Default)]
+struct Eager {
+    /// (hash, tokens, classes of the callees) to the first function defined with it.
+    seen: FxHashMap<(u64, Vec<u32>, Vec<FunctionId>), FuncId>,
+    /// A function compiled as a thunk, to the function holding its body.
+    rep: FxHashMap<FuncId, FuncId>,
+    /// Functions defined through this module (their bodies, not bytes).
+    defined: usize,
+    writer: FingerprintWriter,
+}
+
+enum Timing {
+    Eager(Box<Eager>),
+    Deferred(Vec<Held>),
+}
+
+/// A [`Module`] that merges equal functions before they reach the inner module `M`.
+///
+/// Declarations are forwarded to `M` as they come, so ids are `M`'s own. In **deferred** mode
+/// ([`MergingModule::deferred`]) `define_function` only keeps a copy of the body: the
+/// [`Context`] does **not** hold compiled code afterwards, and compilation errors surface in
+/// [`MergingModule::finish`]. In **eager** mode ([`MergingModule::new`]) every function is
+/// compiled at once, as itself or as a thunk, and the context holds what was compiled.
+///
+/// ```no_run
+/// use cranelift_jit::{JITBuilder, JITModule};
+/// use cranelift_module::Module;
+///
+/// let builder = JITBuilder::new(cranelift_module::default_libcall_names()).unwrap();
+/// let mut module = clif_merge::MergingModule::deferred(JITModule::new(builder));
+/// // ... declare_function / define_function as with any Module ...
+/// let (mut jit, report) = module.finish().unwrap();
+/// jit.finalize_definitions().unwrap();
+/// println!("{} functions merged", report.merged);
+/// ```
+pub struct MergingModule<M: Module> {
+    inner: M,
+    timing: Timing,
+    /// Functions whose address is stored in data (`declare_func_in_data`).
+    address_in_data: RefCell<FxHashSet<FuncId>>,
+    /// Functions defined through this module, to refuse a second definition early.
+    defined: FxHashSet<FuncId>,
+}
+
+impl<M: Module> MergingModule<M> {
+    /// Eager merging: each function is compared with the ones defined before it and compiled at
+    /// once, as itself or as a thunk calling an earlier equal function.
+    pub fn new(inner: M) -> Self {
+        Self::with_timing(inner, Timing::Eager(Box::default()))
+    }
+
+    /// Whole-module merging: bodies are kept until [`MergingModule::finish`].
+    pub fn deferred(inner: M) -> Self {
+        Self::with_timing(inner, Timing::Deferred(Vec::new()))
+    }
+
+    fn with_timing(inner: M, timing: Timing) -> Self {
+        MergingModule {
+            inner,
+            timing,
+            address_in_data: RefCell::new(FxHashSet::default()),
+            defined: FxHashSet::default(),
+        }
+    }
+
+    /// The inner module (declarations only are safe to make through it).
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+
+    /// Merges (deferred mode), defines every function in the inner module and hands it back
+    /// with what was merged.
+    pub fn finish(self) -> Result<(M, MergeReport), FinishError> {
+        match self.timing {
+            Timing::Deferred(held) => {
+                let address_in_data = self.address_in_data.into_inner();
+                finish_deferred(self.inner, held, &address_in_data)
+            }
+            Timing::Eager(eager) => Ok((self.inner, eager_report(&eager))),
+        }
+    }
+
+    fn linkage_name(&self, id: FuncId) -> String {
+        self.inner
+            .declarations()
+            .get_function_decl(id)
+            .linkage_name(id)
+            .into_owned()
+    }
+
+    /// Refuses what the inner module would refuse later: a second definition, or a definition
+    /// of an import.
+    // The error is the `Module` trait's own, returned as is.
+    #[allow(clippy::result_large_err)]
+    fn check_definable(&mut self, id: FuncId) -> ModuleResult<()> {
+        let decl = self.inner.declarations().get_function_decl(id);
+        if !decl.linkage.is_definable() {
+            return Err(cranelift_module::ModuleError::InvalidImportDefinition(
+                self.linkage_name(id),
+            ));
+        }
+        if !self.defined.insert(id) {
+            return Err(cranelift_module::ModuleError::DuplicateDefinition(
+                self.linkage_name(id),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The name cranelift-module gives function `id` inside bodies.
+fn user_name(id: FuncId) -> FuncName {
+    FuncName::User {
+        namespace: 0,
+        index: id.as_u32(),
+    }
+}
+
+/// The function a user name `u0:N` names, if it is one.
+fn func_id_of(name: &FuncName) -> Option<FuncId> {
+    match name {
+        FuncName::User {
+            namespace: 0,
+            index,
+        } => Some(FuncId::from_u32(*index)),
+        _ => None,
+    }
+}
+
+fn symbol_linkage(linkage: Linkage, address_in_data: bool) -> SymbolLinkage {
+    match linkage {
+        Linkage::Export => SymbolLinkage::Export,
+        Linkage::Hidden => SymbolLinkage::Hidden,
+        // Data holds its address: it must stay, distinct (the merge cannot see data).
+        Linkage::Local if address_in_data => SymbolLinkage::Hidden,
+        Linkage::Local => SymbolLinkage::Local,
+        // Import is refused at definition.
+        Linkage::Preemptible | Linkage::Import => SymbolLinkage::Preemptible,
+    }
+}
+
+/// Renames every external function of `func` found in `renames`.
+fn rename_callees(func: &mut Function, renames: &FxHashMap<FuncName, FuncName>) {
+    if renames.is_empty() {
+        return;
+    }
+    let refs: Vec<_> = func.dfg.ext_funcs.keys().collect();
+    for fr in refs {
+        let Some(old) = FuncName::of_external(&func.dfg.ext_funcs[fr].name, func) else {
+            continue;
+        };
+        if let Some(new) = renames.get(&old) {
+            func.dfg.ext_funcs[fr].name = new.to_external(func);
+        }
+    }
+}
+
+fn define_in<M: Module>(inner: &mut M, id: FuncId, func: Function) -> Result<(), FinishError> {
+    let mut ctx = Context::for_function(func);
+    inner
+        .define_function(id, &mut ctx)
+        .map_err(|source| FinishError::Define {
+            function: inner
+                .declarations()
+                .get_function_decl(id)
+                .linkage_name(id)
+                .into_owned(),
+            source: Box::new(source),
+        })
+}
+
+fn finish_deferred<M: Module>(
+    mut inner: M,
+    held: Vec<Held>,
+    address_in_data: &FxHashSet<FuncId>,
+) -> Result<(M, MergeReport), FinishError> {
+    let mut cm = ClifModule::new();
+    let mut ids = Vec::with_capacity(held.len());
+    for Held { id, func } in held {
+        let linkage = inner.declarations().get_function_decl(id).linkage;
+        let linkage = symbol_linkage(linkage, address_in_data.contains(&id));
+        cm.define(func, linkage, None).map_err(crate::Error::from)?;
+        ids.push(id);
+    }
+    let (report, _) = merge_module(&mut cm, Mode::Safe);
+
+    // Private copies (ids past the defined functions) become anonymous functions of the inner
+    // module; every body that names them names the new id instead.
+    let mut renames: FxHashMap<FuncName, FuncName> = FxHashMap::default();
+    let mut copies = Vec::new();
+    for &fid in cm.ids() {
+        if fid.index() < ids.len() {
+            continue;
+        }
+        let mf = cm.function(fid);
+        let new_id = inner
+            .declare_anonymous_function(&mf.func.signature)
+            .map_err(|source| FinishError::Define {
+                function: mf.name.to_string(),
+                source: Box::new(source),
+            })?;
+        renames.insert(mf.name.clone(), user_name(new_id));
+        copies.push((fid, new_id));
+    }
+
+    for (i, &id) in ids.iter().enumerate() {
+        let fid = FunctionId::new(i);
+        let func = if cm.is_merged_away(fid) {
+            let kept = report
+                .kept_for(fid)
+                .expect("a merged-away function's body is in another function");
+            let kept = renames.get(kept).unwrap_or(kept);
+            write_thunk(&user_name(id), &cm.function(fid).func.signature, kept)
+        } else {
+            let mut func = cm.function(fid).func.clone();
+            rename_callees(&mut func, &renames);
+            func
+        };
+        define_in(&mut inner, id, func)?;
+    }
+    for (fid, new_id) in copies {
+        let mut func = cm.function(fid).func.clone();
+        func.name = UserFuncName::user(0, new_id.as_u32());
+        rename_callees(&mut func, &renames);
+        define_in(&mut inner, new_id, func)?;
+    }
+    Ok((inner, report))
+}
+
+/// Eager mode's resolver: a called function already known is compared by the class of the function that
+/// holds its body, the function itself by a fixed sentinel, anything else (addresses included)
+/// by name.
+struct EagerResolver<'a> {
+    own: FuncName,
+    rep: &'a FxHashMap<FuncId, FuncId>,
+    defined: &'a FxHashSet<FuncId>,
+}
+
+/// The sentinel class of the function being compared (no `FuncId` this large is ever given).
+const SELF: u32 = u32::MAX - 1;
+
+impl Resolver for EagerResolver<'_> {
+    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
+        // An address is the symbol's own: a thunk's address is not its body's.
+        let (RefKind::Call, Some(name)) = (kind, FuncName::of_external(name, func)) else {
+            return NameKey::Identity;
+        };
+        if name == self.own {
+            return NameKey::Class(FunctionId::from_u32(SELF));
+        }
+        match func_id_of(&name) {
+            Some(id) if self.defined.contains(&id) => {
+                let rep = self.rep.get(&id).copied().unwrap_or(id);
+                NameKey::Class(FunctionId::from_u32(rep.as_u32()))
+            }
+            _ => NameKey::Identity,
+        }
+    }
+}
+
+fn eager_report(eager: &Eager) -> MergeReport {
+    let mut by_kept: FxHashMap<FuncId, Vec<FuncId>> = FxHashMap::default();
+    for (&g, &f) in &eager.rep {
+        by_kept.entry(f).or_default().push(g);
+    }
+    let mut kept: Vec<_> = by_kept.into_iter().collect();
+    kept.sort();
+    let mut redirect_map = Vec::with_capacity(eager.rep.len());
+    let classes = kept
+        .into_iter()
+        .enumerate()
+        .map(|(c, (f, mut gs))| {
+            gs.sort();
+            redirect_map.extend(
+                gs.iter()
+                    .map(|g| (FunctionId::from_u32(g.as_u32()), c as u32)),
+            );
+            MergedClass {
+                kept: user_name(f),
+                replaced: gs
+                    .into_iter()
+                    .map(|g| Replacement {
+                        name: user_name(g),
+                        by: Action::Thunk,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    MergeReport {
+        functions: eager.defined,
+        merged: eager.rep.len(),
+        classes,
+        redirect_map: {
+            redirect_map.sort_unstable();
+            redirect_map
+        },
+    }
+}
+
+impl<M: Module> Module for MergingModule<M> {
+    fn isa(&self) -> &dyn isa::TargetIsa {
+        self.inner.isa()
+    }
+
+    fn declarations(&self) -> &ModuleDeclarations {
+        self.inner.declarations()
+    }
+
+    fn get_name(&self, name: &str) -> Option<cranelift_module::FuncOrDataId> {
+        self.inner.get_name(name)
+    }
+
+    fn target_config(&self) -> isa::TargetFrontendConfig {
+        self.inner.target_config()
+    }
+
+    fn make_context(&self) -> Context {
+        self.inner.make_context()
+    }
+
+    fn clear_context(&self, ctx: &mut Context) {
+        self.inner.clear_context(ctx)
+    }
+
+    fn make_signature(&self) -> Signature {
+        self.inner.make_signature()
+    }
+
+    fn clear_signature(&self, sig: &mut Signature) {
+        self.inner.clear_signature(sig)
+    }
+
+    fn declare_function(
+        &mut self,
+        name: &str,
+        linkage: Linkage,
+        signature: &Signature,
+    ) -> ModuleResult<FuncId> {
+        self.inner.declare_function(name, linkage, signature)
+    }
+
+    fn declare_anonymous_function(&mut self, signature: &Signature) -> ModuleResult<FuncId> {
+        self.inner.declare_anonymous_function(signature)
+    }
+
+    fn declare_data(
+        &mut self,
+        name: &str,
+        linkage: Linkage,
+        writable: bool,
+        tls: bool,
+    ) -> ModuleResult<DataId> {
+        self.inner.declare_data(name, linkage, writable, tls)
+    }
+
+    fn declare_anonymous_data(&mut self, writable: bool, tls: bool) -> ModuleResult<DataId> {
+        self.inner.declare_anonymous_data(writable, tls)
+    }
+
+    fn declare_func_in_func(
+        &mut self,
+        func_id: FuncId,
+        func: &mut Function,
+    ) -> cranelift_codegen::ir::FuncRef {
+        self.inner.declare_func_in_func(func_id, func)
+    }
+
+    fn declare_data_in_func(
+        &self,
+        data: DataId,
+        func: &mut Function,
+    ) -> cranelift_codegen::ir::GlobalValue {
+        self.inner.declare_data_in_func(data, func)
+    }
+
+    fn declare_func_in_data(
+        &self,
+        func_id: FuncId,
+        data: &mut DataDescription,
+    ) -> cranelift_codegen::ir::FuncRef {
+        self.address_in_data.borrow_mut().insert(func_id);
+        self.inner.declare_func_in_data(func_id, data)
+    }
+
+    fn declare_data_in_data(
+        &self,
+        data_id: DataId,
+        data: &mut DataDescription,
+    ) -> cranelift_codegen::ir::GlobalValue {
+        self.inner.declare_data_in_data(data_id, data)
+    }
+
+    fn define_function_with_control_plane(
+        &mut self,
+        func: FuncId,
+        ctx: &mut Context,
+        ctrl_plane: &mut ControlPlane,
+    ) -> ModuleResult<()> {
+        self.check_definable(func)?;
+        let mut body = ctx.func.clone();
+        body.name = UserFuncName::user(0, func.as_u32());
+        match &mut self.timing {
+            Timing::Deferred(held) => {
+                held.push(Held {
+                    id: func,
+                    func: body,
+                });
+                Ok(())
+            }
+            Timing::Eager(eager) => {
+                let preemptible = |m: &M, id: FuncId| {
+                    m.declarations().get_function_decl(id).linkage == Linkage::Preemptible
+                };
+                eager.defined += 1;
+                let own_preemptible = preemptible(&self.inner, func);
+                let fingerprint = {
+                    let resolver = EagerResolver {
+                        own: user_name(func),
+                        rep: &eager.rep,
+                        defined: &self.defined,
+                    };
+                    eager.writer.write(&body, &resolver)
+                };
+                let key = (
+                    compare::hash(&fingerprint),
+                    fingerprint.tokens,
+                    fingerprint.class_refs,
+                );
+                let earlier = eager.seen.get(&key).copied();
+                match earlier {
+                    Some(f) if !own_preemptible && !preemptible(&self.inner, f) => {
+                        ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
+                        eager.rep.insert(func, f);
+                    }
+                    _ => {
+                        if !own_preemptible {
+                            eager.seen.entry(key).or_insert(func);
+                        }
+                    }
+                }
+                self.inner
+                    .define_function_with_control_plane(func, ctx, ctrl_plane)
+            }
+        }
+    }
+
+    fn define_function_bytes(
+        &mut self,
+        func_id: FuncId,
+        alignment: u64,
+        bytes: &[u8],
+        relocs: &[ModuleReloc],
+    ) -> ModuleResult<()> {
+        self.inner
+            .define_function_bytes(func_id, alignment, bytes, relocs)
+    }
+
+    fn define_data(&mut self, data_id: DataId, data: &DataDescription) -> ModuleResult<()> {
+        self.inner.define_data(data_id, data)
+    }
+}

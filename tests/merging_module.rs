@@ -1,0 +1,354 @@
+//! `MergingModule` over real cranelift-module backends: a JIT (every `FuncId` callable, results
+//! right) and an object (every exported symbol present). Functions are built with
+//! cranelift-frontend, as embedders build them.
+
+use clif_merge::MergingModule;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{Context, isa::OwnedTargetIsa};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{DataDescription, FuncId, Linkage, Module, default_libcall_names};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+
+fn jit() -> JITModule {
+    JITModule::new(JITBuilder::new(default_libcall_names()).expect("a host JIT"))
+}
+
+fn host_isa() -> OwnedTargetIsa {
+    let mut flags = settings::builder();
+    flags.set("is_pic", "true").unwrap();
+    cranelift_native::builder()
+        .expect("a host Cranelift supports")
+        .finish(settings::Flags::new(flags))
+        .expect("the host ISA")
+}
+
+fn declare(module: &mut impl Module, name: &str, linkage: Linkage) -> FuncId {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I32));
+    module.declare_function(name, linkage, &sig).unwrap()
+}
+
+/// Builds `id`'s body with `body(builder, module, param) -> result` and defines it; returns the
+/// context after `define_function`.
+fn define(
+    module: &mut impl Module,
+    id: FuncId,
+    body: impl FnOnce(
+        &mut FunctionBuilder,
+        &mut dyn FnMut(FuncId, &mut FunctionBuilder) -> cranelift_codegen::ir::FuncRef,
+        cranelift_codegen::ir::Value,
+    ) -> cranelift_codegen::ir::Value,
+) -> Context {
+    let mut ctx = module.make_context();
+    ctx.func.signature = module
+        .declarations()
+        .get_function_decl(id)
+        .signature
+        .clone();
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let config = module.target_config();
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let x = b.block_params(entry)[0];
+        let mut import =
+            |callee: FuncId, b: &mut FunctionBuilder| module.declare_func_in_func(callee, b.func);
+        let r = body(&mut b, &mut import, x);
+        b.ins().return_(&[r]);
+        b.finalize(config);
+    }
+    module.define_function(id, &mut ctx).unwrap();
+    ctx
+}
+
+/// `x * 3 + 1`
+fn mul3(module: &mut impl Module, id: FuncId) -> Context {
+    define(module, id, |b, _, x| {
+        let t = b.ins().imul_imm_s(x, 3);
+        b.ins().iadd_imm_s(t, 1)
+    })
+}
+
+/// `callee(x) + 5`
+fn caller(module: &mut impl Module, id: FuncId, callee: FuncId) {
+    define(module, id, |b, import, x| {
+        let f = import(callee, b);
+        let call = b.ins().call(f, &[x]);
+        let r = b.inst_results(call)[0];
+        b.ins().iadd_imm_s(r, 5)
+    });
+}
+
+/// `if x <= 1 { 1 } else { x * self(x - 1) }`
+fn factorial(module: &mut impl Module, id: FuncId) {
+    define(module, id, |b, import, x| {
+        let recurse = b.create_block();
+        let done = b.create_block();
+        b.append_block_param(done, types::I32);
+        let small = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, x, 1);
+        let one = b.ins().iconst(types::I32, 1);
+        b.ins().brif(small, done, &[one.into()], recurse, &[]);
+        b.seal_block(recurse);
+        b.switch_to_block(recurse);
+        let f = import(id, b);
+        let n1 = b.ins().iadd_imm_s(x, -1);
+        let call = b.ins().call(f, &[n1]);
+        let r = b.inst_results(call)[0];
+        let prod = b.ins().imul(x, r);
+        b.ins().jump(done, &[prod.into()]);
+        b.seal_block(done);
+        b.switch_to_block(done);
+        b.block_params(done)[0]
+    });
+}
+
+fn call(jit: &JITModule, id: FuncId, x: i32) -> i32 {
+    let ptr = jit.get_finalized_function(id);
+    // SAFETY: every function of these tests has the signature `fn(i32) -> i32` in the host's
+    // default calling convention.
+    let f: extern "C" fn(i32) -> i32 = unsafe { std::mem::transmute(ptr) };
+    f(x)
+}
+
+#[test]
+fn deferred_jit_every_func_id_is_callable_and_right() {
+    let mut module = MergingModule::deferred(jit());
+    let a = declare(&mut module, "a", Linkage::Export);
+    let b = declare(&mut module, "b", Linkage::Export);
+    let c = declare(&mut module, "c", Linkage::Export);
+    let d = declare(&mut module, "d", Linkage::Local);
+    mul3(&mut module, a);
+    mul3(&mut module, b);
+    caller(&mut module, c, b);
+    mul3(&mut module, d);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert!(report.merged >= 2, "{report:?}");
+    for id in [a, b, d] {
+        assert_eq!(call(&jit, id, 4), 13);
+    }
+    assert_eq!(call(&jit, c, 4), 18);
+}
+
+#[test]
+fn deferred_self_recursive_pair_merges_and_both_compute() {
+    let mut module = MergingModule::deferred(jit());
+    let f0 = declare(&mut module, "fact0", Linkage::Export);
+    let f1 = declare(&mut module, "fact1", Linkage::Export);
+    factorial(&mut module, f0);
+    factorial(&mut module, f1);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 1, "{report:?}");
+    for id in [f0, f1] {
+        assert_eq!(call(&jit, id, 5), 120);
+    }
+}
+
+#[test]
+fn deferred_local_function_in_data_keeps_its_own_address() {
+    let mut module = MergingModule::deferred(jit());
+    let a = declare(&mut module, "a", Linkage::Local);
+    let b = declare(&mut module, "b", Linkage::Local);
+    mul3(&mut module, a);
+    mul3(&mut module, b);
+    let table = module
+        .declare_data("table", Linkage::Export, false, false)
+        .unwrap();
+    let mut data = DataDescription::new();
+    data.define_zeroinit(8);
+    let fr = module.declare_func_in_data(b, &mut data);
+    data.write_function_addr(0, fr);
+    module.define_data(table, &data).unwrap();
+    let (mut jit, _) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    let pa = jit.get_finalized_function(a);
+    let pb = jit.get_finalized_function(b);
+    assert_ne!(pa, pb);
+    let (table_ptr, _) = jit.get_finalized_data(table);
+    // SAFETY: the table holds one function address, written by the JIT.
+    let stored = unsafe { std::ptr::read_unaligned(table_ptr as *const *const u8) };
+    assert_eq!(stored, pb);
+    assert_eq!(call(&jit, a, 2), 7);
+    assert_eq!(call(&jit, b, 2), 7);
+}
+
+#[test]
+fn eager_second_duplicate_is_compiled_as_a_thunk() {
+    let mut module = MergingModule::new(jit());
+    let a = declare(&mut module, "a", Linkage::Export);
+    let b = declare(&mut module, "b", Linkage::Export);
+    let c = declare(&mut module, "c", Linkage::Export);
+    // A body larger than a thunk: x * 3 + 1, then * 7 + 2, then xor 5.
+    let big = |module: &mut MergingModule<JITModule>, id| {
+        define(module, id, |b, _, x| {
+            let t = b.ins().imul_imm_s(x, 3);
+            let t = b.ins().iadd_imm_s(t, 1);
+            let t = b.ins().imul_imm_s(t, 7);
+            let t = b.ins().iadd_imm_s(t, 2);
+            b.ins().bxor_imm_s(t, 5)
+        })
+    };
+    let first = big(&mut module, a);
+    let second = big(&mut module, b);
+    let first_len = first.compiled_code().unwrap().code_buffer().len();
+    let second_len = second.compiled_code().unwrap().code_buffer().len();
+    assert!(second_len < first_len, "{second_len} < {first_len}");
+    caller(&mut module, c, b);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 1);
+    let want = ((4 * 3 + 1) * 7 + 2) ^ 5;
+    assert_eq!(call(&jit, a, 4), want);
+    assert_eq!(call(&jit, b, 4), want);
+    assert_eq!(call(&jit, c, 4), want + 5);
+}
+
+#[test]
+fn eager_self_recursive_copies_merge() {
+    let mut module = MergingModule::new(jit());
+    let f0 = declare(&mut module, "fact0", Linkage::Export);
+    let f1 = declare(&mut module, "fact1", Linkage::Export);
+    factorial(&mut module, f0);
+    factorial(&mut module, f1);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 1);
+    assert_eq!(call(&jit, f1, 5), 120);
+}
+
+#[test]
+fn deferred_object_has_every_exported_symbol() {
+    use object::{Object, ObjectSymbol};
+    let builder = ObjectBuilder::new(host_isa(), "merged", default_libcall_names()).unwrap();
+    let mut module = MergingModule::deferred(ObjectModule::new(builder));
+    let names = ["one", "two", "three"];
+    let ids: Vec<FuncId> = names
+        .iter()
+        .map(|n| declare(&mut module, n, Linkage::Export))
+        .collect();
+    mul3(&mut module, ids[0]);
+    mul3(&mut module, ids[1]);
+    caller(&mut module, ids[2], ids[1]);
+    let (object_module, report) = module.finish().unwrap();
+    assert_eq!(report.merged, 1);
+    let bytes = object_module.finish().emit().unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let defined: Vec<String> = file
+        .symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_owned))
+        .collect();
+    for name in names {
+        assert!(
+            defined.iter().any(|d| d.trim_start_matches('_') == name),
+            "{name} in {defined:?}"
+        );
+    }
+}
+
+#[test]
+fn finish_error_is_send_sync_static() {
+    fn check<E: std::error::Error + Send + Sync + 'static>() {}
+    check::<clif_merge::merging_module::FinishError>();
+}
+
+#[test]
+fn deferred_preemptible_class_gets_a_private_copy_and_everything_runs() {
+    let mut module = MergingModule::deferred(jit());
+    let a = declare(&mut module, "pa", Linkage::Preemptible);
+    let b = declare(&mut module, "pb", Linkage::Preemptible);
+    let c = declare(&mut module, "pc", Linkage::Export);
+    let ctx = mul3(&mut module, a);
+    // Deferred: nothing is compiled at definition.
+    assert!(ctx.compiled_code().is_none());
+    mul3(&mut module, b);
+    caller(&mut module, c, b);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 2, "{report:?}");
+    assert_eq!(call(&jit, a, 1), 4);
+    assert_eq!(call(&jit, b, 1), 4);
+    assert_eq!(call(&jit, c, 1), 9);
+}
+
+#[test]
+fn definitions_the_inner_module_would_refuse_are_refused_at_once() {
+    for mut module in [MergingModule::deferred(jit()), MergingModule::new(jit())] {
+        let import = declare(&mut module, "imported", Linkage::Import);
+        let mut ctx = module.make_context();
+        ctx.func.signature = module
+            .declarations()
+            .get_function_decl(import)
+            .signature
+            .clone();
+        assert!(module.define_function(import, &mut ctx).is_err());
+        let a = declare(&mut module, "a", Linkage::Export);
+        mul3(&mut module, a);
+        let mut ctx = module.make_context();
+        assert!(module.define_function(a, &mut ctx).is_err());
+    }
+}
+
+#[test]
+fn eager_functions_returning_their_own_address_stay_distinct() {
+    let mut module = MergingModule::new(jit());
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I64));
+    let ids: Vec<FuncId> = ["self_a", "self_b"]
+        .iter()
+        .map(|n| module.declare_function(n, Linkage::Export, &sig).unwrap())
+        .collect();
+    for &id in &ids {
+        define(&mut module, id, |b, import, _| {
+            let f = import(id, b);
+            b.ins().func_addr(types::I64, f)
+        });
+    }
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 0, "{report:?}");
+    for id in ids {
+        let ptr = jit.get_finalized_function(id);
+        // SAFETY: `fn(i32) -> i64` in the host's default calling convention.
+        let f: extern "C" fn(i32) -> i64 = unsafe { std::mem::transmute(ptr) };
+        assert_eq!(f(0), ptr as i64);
+    }
+}
+
+#[test]
+fn deferred_object_with_a_private_copy_emits() {
+    use object::{Object, ObjectSymbol};
+    let builder = ObjectBuilder::new(host_isa(), "merged", default_libcall_names()).unwrap();
+    let mut module = MergingModule::deferred(ObjectModule::new(builder));
+    let a = declare(&mut module, "weak_a", Linkage::Preemptible);
+    let b = declare(&mut module, "weak_b", Linkage::Preemptible);
+    let c = declare(&mut module, "user", Linkage::Export);
+    mul3(&mut module, a);
+    mul3(&mut module, b);
+    caller(&mut module, c, b);
+    let (object_module, report) = module.finish().unwrap();
+    assert_eq!(report.merged, 2, "{report:?}");
+    let bytes = object_module.finish().emit().unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let defined: Vec<String> = file
+        .symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_owned))
+        .collect();
+    for name in ["weak_a", "weak_b", "user"] {
+        assert!(
+            defined.iter().any(|d| d.trim_start_matches('_') == name),
+            "{name} in {defined:?}"
+        );
+    }
+}
