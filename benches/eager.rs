@@ -27,7 +27,8 @@ fn main() {
         println!("note: skipping: {} is missing", path.display());
         return;
     }
-    let module = read_files(&[path.clone()], ReadOptions::default()).expect("a valid module");
+    let module =
+        read_files(std::slice::from_ref(&path), ReadOptions::default()).expect("a valid module");
     let runs: usize = std::env::var("EAGER_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -164,7 +165,7 @@ fn define_twice<M: Module>(target: &mut M, module: &ClifModule, order: &[usize])
     let mut imports: HashMap<FuncName, FuncId> = HashMap::new();
     let mut ctx = target.make_context();
     let functions: Vec<_> = module.functions().collect();
-    for copy in 0..2 {
+    for copy_ids in &ids {
         for &i in order {
             let mf = functions[i];
             let mut func: Function = mf.func.clone();
@@ -173,7 +174,7 @@ fn define_twice<M: Module>(target: &mut M, module: &ClifModule, order: &[usize])
                     continue;
                 };
                 let id = match index.get(&name) {
-                    Some(&j) => ids[copy][j],
+                    Some(&j) => copy_ids[j],
                     None => *imports.entry(name.clone()).or_insert_with(|| {
                         let sig = func.dfg.signatures[func.dfg.ext_funcs[r].signature].clone();
                         let text = name.to_string().replace([':', '%'], "_");
@@ -186,9 +187,9 @@ fn define_twice<M: Module>(target: &mut M, module: &ClifModule, order: &[usize])
                     func.declare_imported_user_function(UserExternalName::new(0, id.as_u32()));
                 func.dfg.ext_funcs[r].name = ExternalName::user(user);
             }
-            func.name = UserFuncName::user(0, ids[copy][i].as_u32());
+            func.name = UserFuncName::user(0, copy_ids[i].as_u32());
             ctx.func = func;
-            target.define_function(ids[copy][i], &mut ctx).unwrap();
+            target.define_function(copy_ids[i], &mut ctx).unwrap();
             target.clear_context(&mut ctx);
         }
     }
