@@ -8,9 +8,12 @@
 //! checked (with the `filecheck` crate) against the text report followed by the `--emit-clif`
 //! output. The emitted CLIF must also read back and verify.
 
+#[path = "common/files.rs"]
+mod files;
+
 use clif_merge::read::{ReadOptions, read_module_text};
 use clif_merge::{Mode, SymbolLinkage, emit, merge_module, report};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 struct TestOptions {
     mode: Mode,
@@ -101,26 +104,10 @@ fn check_file(path: &Path) -> Result<(), String> {
     }
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            collect(&path, out);
-        } else if path.extension().is_some_and(|e| e == "clif") {
-            out.push(path);
-        }
-    }
-}
-
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests");
-    let mut files = Vec::new();
-    collect(&root, &mut files);
+    let files = files::clif_files(&root);
     assert!(!files.is_empty(), "no filetests under {}", root.display());
     let trials = files
         .into_iter()
