@@ -59,11 +59,6 @@ impl FunctionRefs {
             addresses: addresses.into(),
         }
     }
-
-    /// Whether the function uses `func_addr`.
-    pub fn takes_address(&self) -> bool {
-        !self.address_uses.is_empty()
-    }
 }
 
 /// What every function of a module refers to.

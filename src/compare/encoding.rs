@@ -81,6 +81,9 @@ pub fn type_number(ty: Type) -> u32 {
 pub struct Tables {
     types: &'static [u32],
     opcodes: &'static [u32],
+    int_ccs: &'static [u32],
+    float_ccs: &'static [u32],
+    atomic_ops: &'static [u32],
 }
 
 impl Tables {
@@ -89,6 +92,9 @@ impl Tables {
         Tables {
             types: &TYPE_NUMBERS,
             opcodes: &OPCODE_NUMBERS,
+            int_ccs: &INT_CC_NUMBERS,
+            float_ccs: &FLOAT_CC_NUMBERS,
+            atomic_ops: &ATOMIC_RMW_NUMBERS,
         }
     }
 
@@ -105,6 +111,24 @@ impl Tables {
     #[inline]
     pub fn opcode_number(self, op: Opcode) -> u32 {
         self.opcodes[op as usize]
+    }
+
+    /// [`int_cc_number`].
+    #[inline]
+    pub fn int_cc_number(self, cc: IntCC) -> u32 {
+        self.int_ccs[cc as usize]
+    }
+
+    /// [`float_cc_number`].
+    #[inline]
+    pub fn float_cc_number(self, cc: FloatCC) -> u32 {
+        self.float_ccs[cc as usize]
+    }
+
+    /// [`atomic_rmw_number`].
+    #[inline]
+    pub fn atomic_rmw_number(self, op: AtomicRmwOp) -> u32 {
+        self.atomic_ops[op as usize]
     }
 }
 
@@ -124,14 +148,23 @@ fn encode_type(ty: Type) -> u32 {
     kind | lane.log2_lane_bits() << 4 | ty.log2_min_lane_count() << 8 | dynamic << 12
 }
 
-static OPCODE_NUMBERS: LazyLock<Box<[u32]>> = LazyLock::new(|| {
-    let mut table = vec![0; Opcode::all().len() + 1];
-    for &op in Opcode::all() {
-        table[op as usize] = fnv1a32(op.to_string().as_bytes());
+/// A table from each value of a fieldless enum (by `as usize`) to the hash of its name.
+fn name_table<T: Copy + std::fmt::Display>(all: &[T], index: impl Fn(T) -> usize) -> Box<[u32]> {
+    let mut table = vec![0; all.iter().map(|&t| index(t) + 1).max().unwrap_or(0)];
+    for &t in all {
+        table[index(t)] = fnv1a32(t.to_string().as_bytes());
     }
     table.into_boxed_slice()
-});
+}
 
+static OPCODE_NUMBERS: LazyLock<Box<[u32]>> =
+    LazyLock::new(|| name_table(Opcode::all(), |op| op as usize));
+static INT_CC_NUMBERS: LazyLock<Box<[u32]>> =
+    LazyLock::new(|| name_table(IntCC::all(), |cc| cc as usize));
+static FLOAT_CC_NUMBERS: LazyLock<Box<[u32]>> =
+    LazyLock::new(|| name_table(FloatCC::all(), |cc| cc as usize));
+static ATOMIC_RMW_NUMBERS: LazyLock<Box<[u32]>> =
+    LazyLock::new(|| name_table(AtomicRmwOp::all(), |op| op as usize));
 /// An opcode's stable number.
 #[inline]
 pub fn opcode_number(op: Opcode) -> u32 {
@@ -140,17 +173,17 @@ pub fn opcode_number(op: Opcode) -> u32 {
 
 /// An integer condition's stable number.
 pub fn int_cc_number(cc: IntCC) -> u32 {
-    fnv1a32(cc.to_string().as_bytes())
+    Tables::get().int_cc_number(cc)
 }
 
 /// A float condition's stable number.
 pub fn float_cc_number(cc: FloatCC) -> u32 {
-    fnv1a32(cc.to_string().as_bytes())
+    Tables::get().float_cc_number(cc)
 }
 
 /// An atomic operation's stable number.
 pub fn atomic_rmw_number(op: AtomicRmwOp) -> u32 {
-    fnv1a32(op.to_string().as_bytes())
+    Tables::get().atomic_rmw_number(op)
 }
 
 /// A relocation kind's stable number.
@@ -197,6 +230,9 @@ mod tests {
         assert_eq!(type_number(I32), 1 | 5 << 4);
         assert_eq!(type_number(F64X2), 2 | 6 << 4 | 1 << 8);
         assert_eq!(opcode_number(Opcode::Iadd), fnv1a32(b"iadd"));
+        assert_eq!(int_cc_number(IntCC::SignedLessThan), fnv1a32(b"slt"));
+        assert_eq!(float_cc_number(FloatCC::Unordered), fnv1a32(b"uno"));
+        assert_eq!(atomic_rmw_number(AtomicRmwOp::Xchg), fnv1a32(b"xchg"));
         assert_eq!(fnv1a32(b""), 0x811c_9dc5);
         assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
     }

@@ -1,6 +1,6 @@
 //! The walk that writes a function's fingerprint (see the essay in `compare`).
 
-use super::encoding::{Tables, atomic_rmw_number, float_cc_number, int_cc_number};
+use super::encoding::Tables;
 use super::{Fingerprint, Hole, HoleKinds, NameKey, RefKind, Resolver, hash};
 use crate::module::{FuncName, FunctionId};
 use cranelift_codegen::entity::SecondaryMap;
@@ -444,7 +444,7 @@ impl Walk<'_> {
                 args, flags, op, ..
             } => {
                 self.mem_flags(flags);
-                self.push(atomic_rmw_number(op));
+                self.push(self.w.tables.atomic_rmw_number(op));
                 self.values(&args);
             }
             InstructionData::Binary { args, .. } => self.values(&args),
@@ -485,7 +485,7 @@ impl Walk<'_> {
                 self.push_u64(imm.bits() as u64);
             }
             InstructionData::FloatCompare { args, cond, .. } => {
-                self.push(float_cc_number(cond));
+                self.push(self.w.tables.float_cc_number(cond));
                 self.values(&args);
             }
             InstructionData::FuncAddr { func_ref, .. } => self.func_ref(func_ref, RefKind::Address),
@@ -494,7 +494,7 @@ impl Walk<'_> {
                 self.values(&args);
             }
             InstructionData::IntCompare { args, cond, .. } => {
-                self.push(int_cc_number(cond));
+                self.push(self.w.tables.int_cc_number(cond));
                 self.values(&args);
             }
             InstructionData::Jump { destination, .. } => self.block_call(&destination),

@@ -107,15 +107,6 @@ impl MergeReport {
         Some(&self.classes[self.redirect_map[at].1 as usize].kept)
     }
 
-    /// The function that now holds the body of the function named `name`: the kept function
-    /// when `name` was replaced, `name` itself otherwise.
-    pub fn body_of<'a>(&'a self, name: &'a FuncName) -> &'a FuncName {
-        self.classes
-            .iter()
-            .find(|c| c.replaced.iter().any(|r| &r.name == name))
-            .map_or(name, |c| &c.kept)
-    }
-
     /// How many functions were removed outright (no symbol left).
     pub fn removed(&self) -> usize {
         self.classes

@@ -15,4 +15,5 @@ pub use self::r#gen as generator;
 
 // Also included on its own by `tests/filetests.rs`, which needs nothing else from here.
 mod files;
+#[allow(unused_imports)]
 pub use files::clif_files;
