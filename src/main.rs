@@ -28,6 +28,17 @@ struct Opts {
     #[arg(long, value_enum, default_value_t = ModeArg::Safe)]
     mode: ModeArg,
 
+    /// Also merge similar functions: functions equal but for integer and float constants,
+    /// `symbol` addresses or direct callees become one shared body that takes those as
+    /// parameters (trades a little call overhead for size, like -Oz).
+    #[arg(long)]
+    similar: bool,
+
+    /// With --similar, merge a group only when the cost model estimates it saves at least BYTES
+    /// of machine code (default: 1).
+    #[arg(long, value_name = "BYTES", requires = "similar", allow_negative_numbers = true)]
+    similar_min_saving: Option<i64>,
+
     /// Linkage of functions that no `; linkage:` directive names.
     #[arg(long, value_enum, default_value_t = LinkageArg::Export, value_name = "KIND")]
     default_linkage: LinkageArg,
@@ -259,8 +270,22 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
             fold_machine_code: true,
         }),
     };
+    let similar = opts.similar.then(|| {
+        let aarch64 = object.as_ref().is_some_and(|o| {
+            o.target.architecture == target_lexicon::Architecture::Aarch64(target_lexicon::Aarch64Architecture::Aarch64)
+        });
+        let mut similar = clif_merge::SimilarOptions::default();
+        if aarch64 {
+            similar.registers = clif_merge::similar::RegisterBudget::AARCH64;
+        }
+        if let Some(bytes) = opts.similar_min_saving {
+            similar.min_saving = bytes;
+        }
+        similar
+    });
     Ok(PipelineOptions {
         mode,
+        similar,
         verify: opts.verify.then(clif_merge::verify::VerifyOptions::default),
         object,
         size_baseline: opts.size_baseline,

@@ -354,6 +354,7 @@ fn eager_report(eager: &Eager) -> MergeReport {
             redirect_map.sort_unstable();
             redirect_map
         },
+        similar: None,
     }
 }
 

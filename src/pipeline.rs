@@ -4,7 +4,8 @@
 
 use crate::emit::object::{ObjectOptions, ObjectOutput, write_object};
 use crate::error::Result;
-use crate::merge::{Mode, PassTimes, merge_module};
+use crate::merge::{Mode, PassTimes, merge_module_with};
+use crate::similar::SimilarOptions;
 use crate::module::ClifModule;
 use crate::read::{ReadOptions, read_files};
 use crate::{MergeReport, emit};
@@ -16,6 +17,8 @@ use std::time::{Duration, Instant};
 pub struct PipelineOptions {
     /// What addresses of merged functions must preserve.
     pub mode: Mode,
+    /// Also merge similar functions (see [`crate::similar`]).
+    pub similar: Option<SimilarOptions>,
     /// Run every function before and after merging in cranelift-interpreter; a difference is an
     /// error ([`crate::Error::VerifyFailed`]).
     #[cfg(feature = "verify")]
@@ -69,10 +72,13 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let (report, pass_times) = merge_module(&mut module, options.mode);
+    let (report, pass_times) = merge_module_with(&mut module, options.mode, options.similar.as_ref());
     phases.push(("hash", pass_times.hashing));
     phases.push(("compare", pass_times.comparing));
     phases.push(("merge", pass_times.merging));
+    if options.similar.is_some() {
+        phases.push(("similar", pass_times.similar));
+    }
 
     #[cfg(feature = "verify")]
     let verify = match (&original, &options.verify) {

@@ -4,8 +4,9 @@ use crate::emit::object::ObjectReport;
 use crate::merge::MergeReport;
 use std::fmt::Write;
 
-/// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`, and
-/// `object` when an object was written.
+/// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`, with
+/// similar merging `similar[{shared, parameters, members[{name, by}]}]`, and `object` when an
+/// object was written.
 pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut value = serde_json::to_value(report).expect("a report always serializes");
     if let Some(object) = object {
@@ -19,15 +20,29 @@ pub fn to_text(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "functions: {}, merged: {}, classes: {}",
+        "functions: {}, merged: {}, classes: {}{}",
         report.functions,
         report.merged,
-        report.classes.len()
+        report.classes.len(),
+        match &report.similar {
+            Some(groups) => format!(", similar groups: {}", groups.len()),
+            None => String::new(),
+        }
     );
     for class in &report.classes {
         let _ = writeln!(out, "class kept {}", class.kept);
         for r in &class.replaced {
             let _ = writeln!(out, "  {} {}", r.by.keyword(), r.name);
+        }
+    }
+    for group in report.similar.iter().flatten() {
+        let _ = writeln!(
+            out,
+            "similar shared {} (+{} parameters)",
+            group.shared, group.parameters
+        );
+        for m in &group.members {
+            let _ = writeln!(out, "  {} {}", m.by.keyword(), m.name);
         }
     }
     if let Some(o) = object {

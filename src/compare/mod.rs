@@ -193,8 +193,10 @@ pub enum Hole {
     F32(u32),
     /// An `f64const`'s bits.
     F64(u64),
-    /// A function or data name: a callee, or a `symbol` global value.
+    /// The name of a `symbol` global value (an address of data or of a function).
     Name(FuncName),
+    /// A direct callee.
+    Callee(FuncName),
 }
 
 /// A function written as its comparison tokens.
@@ -207,6 +209,9 @@ pub struct Fingerprint {
     /// The values of the holes, in walk order; each left a `HOLE` token and its kind. Empty
     /// unless the fingerprint was written with holes.
     pub holes: Vec<Hole>,
+    /// The instruction each hole is an operand of (one hole per instruction at most), in the
+    /// order of `holes`.
+    pub hole_sites: Vec<cranelift_codegen::ir::Inst>,
 }
 
 impl Fingerprint {
@@ -217,6 +222,7 @@ impl Fingerprint {
             tokens: vec![u32::MAX, n],
             class_refs: Vec::new(),
             holes: Vec::new(),
+            hole_sites: Vec::new(),
         }
     }
 
@@ -319,13 +325,14 @@ mod tests {
         let (fa, fb) = (with_holes(&a, all), with_holes(&b, all));
         assert_eq!(fa.tokens, fb.tokens);
         let name = |s: &str| Hole::Name(FuncName::parse(s).unwrap());
+        let callee = |s: &str| Hole::Callee(FuncName::parse(s).unwrap());
         assert_eq!(
             fa.holes,
             [
                 Hole::Int(1),
                 Hole::F64(1.0f64.to_bits()),
                 name("%d1"),
-                name("%g1")
+                callee("%g1")
             ]
         );
         assert_eq!(
@@ -334,8 +341,16 @@ mod tests {
                 Hole::Int(2),
                 Hole::F64(1.5f64.to_bits()),
                 name("%d2"),
-                name("%g2")
+                callee("%g2")
             ]
+        );
+        // Each hole is an operand of its own instruction, in walk order.
+        assert_eq!(fa.hole_sites.len(), 4);
+        let opcodes: Vec<_> = fa.hole_sites.iter().map(|&i| a.dfg.insts[i].opcode()).collect();
+        use cranelift_codegen::ir::Opcode;
+        assert_eq!(
+            opcodes,
+            [Opcode::Iconst, Opcode::F64const, Opcode::SymbolValue, Opcode::Call]
         );
     }
 

@@ -74,7 +74,10 @@ pub struct FingerprintWriter {
     tokens: Vec<u32>,
     class_refs: Vec<FunctionId>,
     holes: Vec<Hole>,
+    hole_sites: Vec<Inst>,
     hole_kinds: HoleKinds,
+    /// The instruction being written (the site of its holes).
+    current_inst: Option<Inst>,
     tables: Tables,
     values: SerialNumbers<Value>,
     blocks: SerialNumbers<Block>,
@@ -94,7 +97,9 @@ impl FingerprintWriter {
             tokens: Vec::new(),
             class_refs: Vec::new(),
             holes: Vec::new(),
+            hole_sites: Vec::new(),
             hole_kinds: HoleKinds::NONE,
+            current_inst: None,
             tables: Tables::get(),
             values: SerialNumbers::new(),
             blocks: SerialNumbers::new(),
@@ -123,6 +128,7 @@ impl FingerprintWriter {
             tokens: self.tokens.clone(),
             class_refs: self.class_refs.clone(),
             holes: self.holes.clone(),
+            hole_sites: self.hole_sites.clone(),
         }
     }
 
@@ -169,6 +175,8 @@ impl FingerprintWriter {
         self.tokens.clear();
         self.class_refs.clear();
         self.holes.clear();
+        self.hole_sites.clear();
+        self.current_inst = None;
         self.values.reset(func.dfg.num_values());
         self.blocks.reset(func.dfg.num_blocks());
         self.to_visit.clear();
@@ -425,7 +433,9 @@ impl Walk<'_> {
         if results.is_empty() {
             self.push_type(dfg.ctrl_typevar(inst));
         }
+        self.w.current_inst = Some(inst);
         self.instruction_fields(&data);
+        self.w.current_inst = None;
         self.push(results.len() as u32);
         for &r in results {
             self.value_def(r);
@@ -565,7 +575,7 @@ impl Walk<'_> {
                 self.push_bytes(bytes);
             }
             InstructionData::UnaryGlobalValue { global_value, .. } => {
-                self.global_value(global_value)
+                self.global_value_operand(global_value)
             }
             InstructionData::UnaryIeee16 { imm, .. } => self.push(u32::from(imm.bits())),
             InstructionData::UnaryIeee32 { imm, .. } => {
@@ -605,9 +615,15 @@ impl Walk<'_> {
         if !self.w.hole_kinds.contains(kind) {
             return false;
         }
+        let Some(site) = self.w.current_inst else {
+            // Only an instruction's own operands are holes (a shared body replaces the
+            // instruction); a global value met elsewhere stays exact.
+            return false;
+        };
         self.push(HOLE);
         self.push(kind.bits());
         self.w.holes.push(value());
+        self.w.hole_sites.push(site);
         true
     }
 
@@ -623,7 +639,7 @@ impl Walk<'_> {
                 // A hole only when the writer was asked for callee holes; otherwise identity.
                 let callee = FuncName::of_external(name, self.func);
                 if let Some(name) = callee
-                    && self.hole(HoleKinds::CALLEES, || Hole::Name(name))
+                    && self.hole(HoleKinds::CALLEES, || Hole::Callee(name))
                 {
                     return;
                 }
@@ -651,9 +667,25 @@ impl Walk<'_> {
         }
     }
 
-    /// A global value by its definition. The chain of bases is followed in a loop, not by
-    /// recursion, so a long chain cannot overflow the stack.
+    /// A global value that is an instruction's operand: a `symbol` may be a hole here (and only
+    /// here: the shared body of similar functions replaces the instruction by a parameter).
+    fn global_value_operand(&mut self, gv: GlobalValue) {
+        self.global_value_with(gv, true);
+    }
+
+    /// A global value by its definition, met anywhere but as an instruction's operand.
     fn global_value(&mut self, gv: GlobalValue) {
+        self.global_value_with(gv, false);
+    }
+
+    /// A global value by its definition. The chain of bases is followed in a loop, not by
+    /// recursion, so a long chain cannot overflow the stack. Only the first global value of the
+    /// chain, and only when `operand`, may be a hole.
+    fn global_value_with(&mut self, gv: GlobalValue, operand: bool) {
+        let site = self.w.current_inst;
+        if !operand {
+            self.w.current_inst = None;
+        }
         let mut next = Some(gv);
         while let Some(gv) = next.take() {
             match self.func.global_values[gv] {
@@ -690,10 +722,11 @@ impl Walk<'_> {
                     self.push_u64(offset.bits() as u64);
                     self.push_bool(colocated);
                     self.push_bool(tls);
-                    // A symbol is an address: compared by identity, or a hole.
+                    // A symbol is an address: compared by identity, or a hole (not a
+                    // thread-local one, whose address is not a constant).
                     let is_hole = match FuncName::of_external(name, self.func) {
-                        Some(n) => self.hole(HoleKinds::SYMBOLS, || Hole::Name(n)),
-                        None => false,
+                        Some(n) if !tls => self.hole(HoleKinds::SYMBOLS, || Hole::Name(n)),
+                        _ => false,
                     };
                     if !is_hole {
                         self.name(name, NameKey::Identity);
@@ -704,7 +737,10 @@ impl Walk<'_> {
                     self.push_type(vector_type);
                 }
             }
+            // The bases of a chain are never holes.
+            self.w.current_inst = None;
         }
+        self.w.current_inst = site;
     }
 
     /// A stack slot by its declaration number (the frame is written in full up front).

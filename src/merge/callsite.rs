@@ -8,7 +8,7 @@ use crate::module::FuncName;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    ExtFuncData, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Signature,
+    ExtFuncData, FuncRef, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Signature,
     Type, Value,
 };
 
@@ -19,6 +19,9 @@ pub struct ExtraArgument {
     pub ty: Type,
     /// Its value.
     pub value: Hole,
+    /// For a [`Hole::Callee`], the callee's signature: the address is taken with `func_addr`
+    /// of a declaration with this signature.
+    pub signature: Option<Signature>,
 }
 
 /// Why a call could not be rewritten.
@@ -83,27 +86,97 @@ pub fn call_with_extra_arguments(
     Ok(())
 }
 
+/// Makes the declaration `func_ref` of `func` name `callee`, of signature `signature`, and every
+/// call through it pass `extra` after its own arguments: [`call_with_extra_arguments`] for
+/// every call of one declaration at once, leaving no declaration of the old callee behind (an
+/// unused declaration would still be an undefined symbol of the object). Every use of
+/// `func_ref` must be a `call` or a `return_call`; nothing is changed otherwise.
+pub fn redirect_declaration(
+    func: &mut Function,
+    func_ref: FuncRef,
+    callee: &FuncName,
+    signature: Signature,
+    extra: &[ExtraArgument],
+) -> Result<(), CallSiteError> {
+    let mut calls = Vec::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            let uses = match func.dfg.insts[inst] {
+                InstructionData::Call {
+                    opcode: Opcode::Call | Opcode::ReturnCall,
+                    func_ref: f,
+                    ..
+                } if f == func_ref => {
+                    calls.push(inst);
+                    false
+                }
+                InstructionData::Call { func_ref: f, .. }
+                | InstructionData::FuncAddr { func_ref: f, .. }
+                | InstructionData::TryCall { func_ref: f, .. } => f == func_ref,
+                _ => false,
+            };
+            if uses {
+                return Err(CallSiteError::NotADirectCall);
+            }
+        }
+    }
+    let takes: Vec<Type> = signature.params.iter().map(|p| p.value_type).collect();
+    let old = &func.dfg.signatures[func.dfg.ext_funcs[func_ref].signature];
+    let wanted: Vec<Type> = old
+        .params
+        .iter()
+        .map(|p| p.value_type)
+        .chain(extra.iter().map(|e| e.ty))
+        .collect();
+    if takes != wanted {
+        return Err(CallSiteError::SignatureMismatch);
+    }
+    let name = callee.to_external(func);
+    let sig_ref = func.import_signature(signature);
+    let ext = &mut func.dfg.ext_funcs[func_ref];
+    ext.name = name;
+    ext.signature = sig_ref;
+    for inst in calls {
+        let values: Vec<Value> = extra.iter().map(|e| materialize(func, inst, e)).collect();
+        let dfg = &mut func.dfg;
+        if let InstructionData::Call { args, .. } = &mut dfg.insts[inst] {
+            args.extend(values, &mut dfg.value_lists);
+        }
+    }
+    Ok(())
+}
+
 /// The instruction that makes `arg`'s value, inserted before `inst`.
-fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Value {
-    let gv = match &arg.value {
+pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Value {
+    let mut pos = FuncCursor::new(func).at_inst(inst);
+    match &arg.value {
+        Hole::Int(bits) => pos.ins().iconst(arg.ty, *bits as i64),
+        Hole::F32(bits) => pos.ins().f32const(Ieee32::with_bits(*bits)),
+        Hole::F64(bits) => pos.ins().f64const(Ieee64::with_bits(*bits)),
         Hole::Name(name) => {
-            let name = name.to_external(func);
-            Some(func.create_global_value(GlobalValueData::Symbol {
+            let name = name.to_external(pos.func);
+            let gv = pos.func.create_global_value(GlobalValueData::Symbol {
                 name,
                 offset: 0.into(),
                 colocated: false,
                 tls: false,
-            }))
+            });
+            pos.ins().symbol_value(arg.ty, gv)
         }
-        _ => None,
-    };
-    let mut pos = FuncCursor::new(func).at_inst(inst);
-    match (&arg.value, gv) {
-        (Hole::Int(bits), _) => pos.ins().iconst(arg.ty, *bits as i64),
-        (Hole::F32(bits), _) => pos.ins().f32const(Ieee32::with_bits(*bits)),
-        (Hole::F64(bits), _) => pos.ins().f64const(Ieee64::with_bits(*bits)),
-        (Hole::Name(_), Some(gv)) => pos.ins().symbol_value(arg.ty, gv),
-        (Hole::Name(_), None) => unreachable!("a name's global value is made above"),
+        Hole::Callee(name) => {
+            let name = name.to_external(pos.func);
+            let signature = arg.signature.clone().unwrap_or_else(|| {
+                Signature::new(cranelift_codegen::isa::CallConv::SystemV)
+            });
+            let signature = pos.func.import_signature(signature);
+            let callee = pos.func.import_function(ExtFuncData {
+                name,
+                signature,
+                colocated: true,
+                patchable: false,
+            });
+            pos.ins().func_addr(arg.ty, callee)
+        }
     }
 }
 
@@ -152,14 +225,17 @@ mod tests {
             ExtraArgument {
                 ty: I64,
                 value: Hole::Int(7),
+                signature: None,
             },
             ExtraArgument {
                 ty: F64,
                 value: Hole::F64(2.5f64.to_bits()),
+                signature: None,
             },
             ExtraArgument {
                 ty: I64,
                 value: Hole::Name(FuncName::parse("%table").unwrap()),
+                signature: None,
             },
         ];
         let shared = FuncName::parse("%shared").unwrap();
@@ -197,6 +273,7 @@ mod tests {
         let extra = [ExtraArgument {
             ty: I64,
             value: Hole::Int(1),
+            signature: None,
         }];
         let before = func.display().to_string();
         let wrong = shared_signature(&[I32, I32]);

@@ -61,6 +61,7 @@ use crate::module::{ClifModule, FunctionId};
 use crate::parallel;
 use crate::partition::{self, Classes};
 use crate::refs::ModuleRefs;
+use crate::similar::SimilarOptions;
 use cranelift_entity::PrimaryMap;
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
@@ -115,12 +116,14 @@ pub struct PassTimes {
     pub comparing: Duration,
     /// Deciding and applying the merges.
     pub merging: Duration,
+    /// Similar merging, when asked for.
+    pub similar: Duration,
 }
 
 impl PassTimes {
     /// The whole pass.
     pub fn total(&self) -> Duration {
-        self.hashing + self.comparing + self.merging
+        self.hashing + self.comparing + self.merging + self.similar
     }
 }
 
@@ -177,6 +180,27 @@ fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, 
 
 /// Merges every class of equal functions in `module` and says what was done.
 pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
+    merge_module_with(module, mode, None)
+}
+
+/// [`merge_module`], then, with `similar`, similar merging of what remains (see
+/// [`crate::similar`]).
+pub fn merge_module_with(
+    module: &mut ClifModule,
+    mode: Mode,
+    similar: Option<&SimilarOptions>,
+) -> (MergeReport, PassTimes) {
+    let (mut report, mut times) = merge_exact(module, mode);
+    if let Some(options) = similar {
+        let start = Instant::now();
+        let groups = crate::similar::merge_similar(module, mode, options);
+        report.add_similar(groups);
+        times.similar += start.elapsed();
+    }
+    (report, times)
+}
+
+fn merge_exact(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
     let (classes, refs) = analyse(module, mode, &mut times);
     let start = Instant::now();

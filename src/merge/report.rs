@@ -40,6 +40,11 @@ pub struct MergeReport {
     /// [`MergeReport::redirects`] and [`MergeReport::kept_for`].
     #[serde(skip)]
     pub redirect_map: Vec<(FunctionId, u32)>,
+    /// With similar merging: the groups merged into shared bodies, ordered by the shared body's
+    /// name (serialized as `similar[{shared, parameters, members[{name, by}]}]`; absent
+    /// without similar merging).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similar: Option<Vec<crate::similar::SimilarGroup>>,
 }
 
 impl MergeReport {
@@ -86,6 +91,7 @@ impl MergeReport {
             merged: plan.merged(),
             classes: classes.into_iter().map(|(_, _, c)| c).collect(),
             redirect_map,
+            similar: None,
         }
     }
 
@@ -109,10 +115,27 @@ impl MergeReport {
 
     /// How many functions were removed outright (no symbol left).
     pub fn removed(&self) -> usize {
-        self.classes
+        let exact = self
+            .classes
             .iter()
             .flat_map(|c| &c.replaced)
             .filter(|r| r.by == Action::Removed)
+            .count();
+        exact + self.similar_members(Action::Removed)
+    }
+
+    /// Records the groups of a similar merge: their members count as merged.
+    pub fn add_similar(&mut self, groups: Vec<crate::similar::SimilarGroup>) {
+        self.merged += groups.iter().map(|g| g.members.len()).sum::<usize>();
+        self.similar = Some(groups);
+    }
+
+    fn similar_members(&self, by: Action) -> usize {
+        self.similar
+            .iter()
+            .flatten()
+            .flat_map(|g| &g.members)
+            .filter(|m| m.by == by)
             .count()
     }
 }

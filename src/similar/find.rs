@@ -1,0 +1,140 @@
+//! Finding groups of similar functions: fingerprints with holes, grouped by their tokens.
+
+use crate::compare::{self, Fingerprint, FingerprintWriter, HoleKinds, NameKey, RefKind, Resolver};
+use crate::merge::thunk::is_forwarding_thunk;
+use crate::module::{ClifModule, FunctionId, Symbol};
+use crate::parallel;
+use crate::refs::ModuleRefs;
+use cranelift_codegen::ir::{ExternalName, FuncRef, Function};
+use cranelift_entity::EntityRef;
+use rustc_hash::FxHashMap;
+
+/// Every kind of operand that may become a parameter.
+pub(super) const HOLES: HoleKinds = HoleKinds::INT_CONSTANTS
+    .union(HoleKinds::FLOAT_CONSTANTS)
+    .union(HoleKinds::SYMBOLS)
+    .union(HoleKinds::CALLEES);
+
+/// One function of a group, with its fingerprint with holes.
+pub(super) struct Member {
+    pub(super) id: FunctionId,
+    pub(super) fingerprint: Fingerprint,
+}
+
+/// How names compare inside one function for similar merging:
+/// - a call to the function itself compares as a self-reference (the shared body calls itself);
+/// - a call to another module function that is not preemptible, through a declaration that is
+///   not `patchable`, is a hole (the callee may become a parameter);
+/// - everything else — imports (which may be libcalls), preemptible functions, addresses — by
+///   identity.
+struct SimilarResolver<'r> {
+    module: &'r ClifModule,
+    me: FunctionId,
+    callees: &'r [Option<Symbol>],
+}
+
+impl SimilarResolver<'_> {
+    fn key(&self, symbol: Option<Symbol>, kind: RefKind) -> NameKey {
+        let Some(symbol) = symbol else {
+            return NameKey::Identity;
+        };
+        let preemptible = match symbol {
+            Symbol::Function(id) => self.module.function(id).linkage.is_preemptible(),
+            Symbol::Alias(i) => self.module.aliases()[i].linkage.is_preemptible(),
+        };
+        match (kind, self.module.resolve_symbol(symbol)) {
+            _ if preemptible => NameKey::Identity,
+            (RefKind::Call, Some(id)) if id == self.me => NameKey::Class(id),
+            (RefKind::Call, Some(_)) => NameKey::Hole,
+            _ => NameKey::Identity,
+        }
+    }
+}
+
+impl Resolver for SimilarResolver<'_> {
+    fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
+        self.key(self.module.lookup_external(name, func), kind)
+    }
+
+    fn resolve_func_ref(&self, func: &Function, func_ref: FuncRef, kind: RefKind) -> NameKey {
+        if func.dfg.ext_funcs[func_ref].patchable {
+            return NameKey::Identity;
+        }
+        self.key(self.callees[func_ref.index()], kind)
+    }
+}
+
+/// Whether `id` may take part in a similar merge: it has a body that is not already a thunk,
+/// and it is not preemptible (another definition may replace it at link time).
+fn is_candidate(module: &ClifModule, id: FunctionId) -> bool {
+    let mf = module.function(id);
+    !mf.linkage.is_preemptible()
+        && mf.func.layout.entry_block().is_some()
+        && !is_forwarding_thunk(&mf.func)
+}
+
+/// The groups of two or more candidates whose fingerprints with holes are equal, each sorted by
+/// its members' hole values, the groups in no particular order.
+pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<Member>> {
+    let candidates: Vec<FunctionId> = module
+        .ids()
+        .iter()
+        .copied()
+        .filter(|&id| is_candidate(module, id))
+        .collect();
+    // Similar functions have the same shape (the shape hash reads no operand), so only functions
+    // that share a shape need their fingerprint written.
+    let shapes: Vec<u64> = parallel::map(&candidates, FingerprintWriter::new, |w, _, &id| {
+        w.shape_hash(&module.function(id).func)
+    });
+    let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
+    for &shape in &shapes {
+        *shape_count.entry(shape).or_default() += 1;
+    }
+    let shared: Vec<FunctionId> = candidates
+        .iter()
+        .zip(&shapes)
+        .filter(|(_, s)| shape_count[s] >= 2)
+        .map(|(&id, _)| id)
+        .collect();
+    let fingerprints: Vec<(Fingerprint, u64)> =
+        parallel::map(&shared, FingerprintWriter::new, |w, _, &id| {
+            let resolver = SimilarResolver {
+                module,
+                me: id,
+                callees: &refs.of_function(id).callees,
+            };
+            let fp = w.write_with_holes(&module.function(id).func, &resolver, HOLES);
+            let hash = compare::hash(&fp);
+            (fp, hash)
+        });
+    let mut by_tokens: FxHashMap<(u64, &[u32]), Vec<usize>> = FxHashMap::default();
+    for (i, (fp, hash)) in fingerprints.iter().enumerate() {
+        by_tokens.entry((*hash, &fp.tokens)).or_default().push(i);
+    }
+    let mut groups: Vec<Vec<usize>> = by_tokens
+        .into_values()
+        .filter(|g| g.len() >= 2)
+        .collect();
+    groups.sort_unstable();
+    let mut fingerprints: Vec<Option<Fingerprint>> =
+        fingerprints.into_iter().map(|(fp, _)| Some(fp)).collect();
+    groups
+        .into_iter()
+        .map(|group| {
+            let mut members: Vec<Member> = group
+                .into_iter()
+                .map(|i| Member {
+                    id: shared[i],
+                    fingerprint: fingerprints[i].take().expect("each function is in one group"),
+                })
+                .collect();
+            members.sort_by(|a, b| a.fingerprint.holes.cmp(&b.fingerprint.holes));
+            // Equal hole values would make the members equal: the exact merge left them apart
+            // (they differ in something the order compares and holes do not see), so they stay.
+            members.dedup_by(|a, b| a.fingerprint.holes == b.fingerprint.holes);
+            members
+        })
+        .filter(|members| members.len() >= 2)
+        .collect()
+}

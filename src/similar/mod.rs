@@ -1,0 +1,137 @@
+//! Similar merging (`--similar`): functions equal but for some constants, `symbol` addresses or
+//! direct callees become one *shared body* that takes those as parameters; each member becomes
+//! a thunk that passes its own values, or — when nothing but our rewritten calls can reach it —
+//! disappears, its callers calling the shared body with the values themselves.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | this essay, [`SimilarOptions`], [`merge_similar`], the report's [`SimilarGroup`] |
+//! | `find.rs` | candidates, fingerprints with holes, groups |
+//! | `params.rs` | which positions become parameters, in what order |
+//! | `cost.rs` | the cost model and the register budget |
+//! | `shared.rs` | writing the shared body |
+//! | `rewrite.rs` | members into thunks, callers of removed members |
+//!
+//! # What may differ
+//!
+//! A fingerprint written with *holes* (see `compare`) leaves out the values of `iconst`,
+//! `f32const`/`f64const` (by bits), `symbol` global values that are an instruction's operand
+//! (not thread-local ones, not bases of other global values), and direct callees that are
+//! module functions, not preemptible, declared without `patchable` — imports, which may be
+//! libcalls, stay exact. Everything else stays as exact as in the exact order: opcodes, types,
+//! condition codes, memory flags, offsets, trap codes, blocks, the stack frame, signatures and
+//! conventions. Functions whose fingerprints with holes are equal form a group.
+//!
+//! A call of a function to itself is compared as a self-reference, so that self-recursive
+//! members group; in the shared body it calls the shared body, passing the parameters through.
+//! Mutually recursive members call each other through a callee parameter: each member's thunk
+//! passes the address of its partner, whose thunk stays.
+//!
+//! # What it works on
+//!
+//! The module after the exact merge: exact classes are merged first (the greatest fixpoint), so
+//! similar merging cannot lose an exact merge; it sees each class's kept body once. Forwarding
+//! thunks and preemptible functions do not take part.
+//!
+//! # Parameters and the shared body
+//!
+//! See `params.rs`: one parameter per distinct column of values, positions with one value stay
+//! constants, parameters ordered by first position. The shared body is the body of the member
+//! whose hole values are the least (so a function of the group's content), with the parameters
+//! appended to its signature. Its name is `%similar_` and a 128-bit hash of the fingerprint with
+//! holes, the parameter layout and the constant values: two modules that meet the same group
+//! write the same shared body under the same name. A callee parameter is called with
+//! `call_indirect`: an indirect call costs a register and, on some cores, a branch-target
+//! prediction, where the direct call cost nothing.
+//!
+//! A group is merged only when its parameters fit the target's argument registers
+//! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
+//! [`SimilarOptions::min_saving`] bytes.
+//!
+//! # What members become
+//!
+//! The rules of exact merging, with thunks in place of aliases (a member cannot be an alias of
+//! a body with another signature): a `local` member whose address is not taken — not by
+//! `func_addr`, a `symbol`, an alias, a `try_call`, nor by being another group's callee
+//! parameter — is removed in `safe` and `aliases` modes; every other member keeps its symbol as
+//! a thunk, in every mode.
+
+mod cost;
+mod find;
+mod params;
+mod rewrite;
+mod shared;
+
+pub use cost::{CostModel, GroupShape, RegisterBudget};
+pub use params::POINTER;
+
+use crate::merge::callsite::ExtraArgument;
+use crate::merge::{Action, Mode};
+use crate::module::{ClifModule, FuncName};
+use serde::Serialize;
+
+/// How similar merging decides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimilarOptions {
+    /// A group is merged when the model says it saves at least this many bytes.
+    pub min_saving: i64,
+    /// The target's argument registers: a shared body's parameters must fit.
+    pub registers: RegisterBudget,
+    /// The cost model's constants.
+    pub cost: CostModel,
+}
+
+impl Default for SimilarOptions {
+    fn default() -> Self {
+        SimilarOptions {
+            min_saving: 1,
+            registers: RegisterBudget::default(),
+            cost: CostModel::default(),
+        }
+    }
+}
+
+/// One member of a merged group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SimilarMember {
+    /// Its name.
+    pub name: FuncName,
+    /// What it became: [`Action::Thunk`] or [`Action::Removed`].
+    pub by: Action,
+    /// The values it passes to the shared body, in parameter order.
+    #[serde(skip)]
+    pub arguments: Vec<ExtraArgument>,
+}
+
+/// One group of similar functions merged into a shared body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SimilarGroup {
+    /// The shared body's name.
+    pub shared: FuncName,
+    /// How many parameters the shared body adds to the members' signature.
+    pub parameters: usize,
+    /// The members, by name.
+    pub members: Vec<SimilarMember>,
+}
+
+/// A function that stands for the removed member `member` of `group`: a thunk under its name
+/// and signature `sig` that calls the shared body (of signature `shared_sig`) with the member's
+/// values. `--verify` runs it in place of the member.
+pub fn stand_in(
+    group: &SimilarGroup,
+    member: &SimilarMember,
+    sig: &cranelift_codegen::ir::Signature,
+    shared_sig: &cranelift_codegen::ir::Signature,
+) -> cranelift_codegen::ir::Function {
+    rewrite::member_thunk(&member.name, sig, &group.shared, shared_sig, &member.arguments)
+}
+
+/// Merges the groups of similar functions of `module` (already merged exactly) that pay, and
+/// says what was done, the groups ordered by their shared body's name.
+pub fn merge_similar(
+    module: &mut ClifModule,
+    mode: Mode,
+    options: &SimilarOptions,
+) -> Vec<SimilarGroup> {
+    rewrite::merge_similar(module, mode, options)
+}

@@ -1,0 +1,86 @@
+//! The parameters of a shared body: which hole positions become parameters, and in what order.
+//!
+//! A *position* is a hole of the fingerprint, in walk order; its *column* is the vector of the
+//! members' values at that position. A position whose column holds one value is not a parameter
+//! (the shared body keeps the constant). Positions with equal columns (and types) share one
+//! parameter. Parameters are numbered in the order of their first position, so the layout is a
+//! function of the members' content alone.
+
+use super::find::Member;
+use crate::compare::Hole;
+use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, types};
+use rustc_hash::FxHashMap;
+
+/// The type of an address parameter (a callee or a symbol): the 64-bit targets' pointer.
+pub const POINTER: Type = types::I64;
+
+/// Where each hole of a group goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct ParamLayout {
+    /// For each position: the parameter it reads, or None when every member has one value.
+    pub(super) param_of_position: Vec<Option<u32>>,
+    /// Each parameter's type.
+    pub(super) types: Vec<Type>,
+    /// Each member's value of each parameter, in member order.
+    pub(super) values: Vec<Vec<Hole>>,
+}
+
+impl ParamLayout {
+    /// The layout of `members` (equal fingerprints with holes); `first` is the function of
+    /// `members[0]`, whose instructions give the positions' types.
+    pub(super) fn of(members: &[Member], first: &Function) -> ParamLayout {
+        let positions = members[0].fingerprint.holes.len();
+        let mut param_of_position = Vec::with_capacity(positions);
+        let mut types = Vec::new();
+        let mut index: FxHashMap<(Type, Vec<&Hole>), u32> = FxHashMap::default();
+        for p in 0..positions {
+            let column: Vec<&Hole> = members.iter().map(|m| &m.fingerprint.holes[p]).collect();
+            if column.iter().all(|&v| v == column[0]) {
+                param_of_position.push(None);
+                continue;
+            }
+            let ty = position_type(first, members[0].fingerprint.hole_sites[p]);
+            let next = types.len() as u32;
+            let param = *index.entry((ty, column)).or_insert(next);
+            if param == next {
+                types.push(ty);
+            }
+            param_of_position.push(Some(param));
+        }
+        let values = members
+            .iter()
+            .map(|m| {
+                let mut values: Vec<Option<Hole>> = vec![None; types.len()];
+                for (p, param) in param_of_position.iter().enumerate() {
+                    if let Some(param) = param {
+                        values[*param as usize] = Some(m.fingerprint.holes[p].clone());
+                    }
+                }
+                values.into_iter().map(|v| v.expect("every parameter has a position")).collect()
+            })
+            .collect();
+        ParamLayout {
+            param_of_position,
+            types,
+            values,
+        }
+    }
+
+    /// How many parameters the shared body adds.
+    pub(super) fn count(&self) -> usize {
+        self.types.len()
+    }
+}
+
+/// The type of the value a hole at `site` stands for.
+fn position_type(func: &Function, site: Inst) -> Type {
+    match func.dfg.insts[site] {
+        InstructionData::Call { .. } | InstructionData::CallIndirect { .. } => POINTER,
+        InstructionData::TryCall { .. } => POINTER,
+        _ => match func.dfg.insts[site].opcode() {
+            Opcode::F32const => types::F32,
+            Opcode::F64const => types::F64,
+            _ => func.dfg.value_type(func.dfg.first_result(site)),
+        },
+    }
+}

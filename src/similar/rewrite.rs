@@ -1,0 +1,403 @@
+//! The similar merge of a module: plan each group, keep those that pay, write shared bodies,
+//! turn members into thunks or remove them, and make the callers of removed members call the
+//! shared body with the members' values.
+
+use super::find::{Member, similar_groups};
+use super::params::ParamLayout;
+use super::shared::shared_body;
+use super::{GroupShape, SimilarGroup, SimilarMember, SimilarOptions};
+use crate::compare::Hole;
+use crate::merge::callsite::{ExtraArgument, redirect_declaration};
+use crate::merge::policy::can_remove;
+use crate::merge::thunk::write_thunk;
+use crate::merge::{Action, Mode};
+use crate::module::{ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
+use crate::parallel;
+use crate::refs::ModuleRefs;
+use cranelift_codegen::ir::{FuncRef, Function, InstructionData, Signature};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// A group with its shared body written, not yet decided.
+struct Planned {
+    members: Vec<Member>,
+    layout: ParamLayout,
+    /// For each parameter that is a callee, the callee's signature.
+    callee_signatures: Vec<Option<Signature>>,
+    name: FuncName,
+    body: Function,
+}
+
+pub(super) fn merge_similar(
+    module: &mut ClifModule,
+    mode: Mode,
+    options: &SimilarOptions,
+) -> Vec<SimilarGroup> {
+    let refs = ModuleRefs::of(module);
+    let groups = similar_groups(module, &refs);
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let mut names = FxHashSet::default();
+    let planned: Vec<Planned> = groups
+        .into_iter()
+        .filter_map(|members| plan_group(module, members, options))
+        .filter(|p| module.lookup(&p.name).is_none() && names.insert(p.name.clone()))
+        .collect();
+    let uses = CallUses::of(module, &refs);
+    let needs_symbol = needs_symbol(module, &refs, &uses, &planned);
+    let accepted: Vec<Planned> = planned
+        .into_iter()
+        .filter(|p| {
+            let shape = group_shape(module, mode, p, &needs_symbol, &uses);
+            options.cost.saving(&shape) >= options.min_saving
+        })
+        .collect();
+    apply(module, mode, accepted, &needs_symbol)
+}
+
+/// The layout, the register check and the shared body of one group; None when it cannot merge.
+fn plan_group(
+    module: &ClifModule,
+    members: Vec<Member>,
+    options: &SimilarOptions,
+) -> Option<Planned> {
+    let first = &module.function(members[0].id).func;
+    let layout = ParamLayout::of(&members, first);
+    if layout.count() == 0 || !options.registers.fits(&first.signature, &layout.types) {
+        return None;
+    }
+    let callee_signatures = callee_signatures(first, &members[0], &layout);
+    let name = content_name(&members[0], &layout);
+    let body = shared_body(module, &members, &layout, &name).ok()?;
+    Some(Planned {
+        members,
+        layout,
+        callee_signatures,
+        name,
+        body,
+    })
+}
+
+/// For each parameter that is a callee, the signature it is called with.
+fn callee_signatures(first: &Function, member: &Member, layout: &ParamLayout) -> Vec<Option<Signature>> {
+    let mut signatures = vec![None; layout.count()];
+    for (p, param) in layout.param_of_position.iter().enumerate() {
+        let Some(param) = param else { continue };
+        if let InstructionData::Call { func_ref, .. } =
+            first.dfg.insts[member.fingerprint.hole_sites[p]]
+        {
+            let sig = first.dfg.ext_funcs[func_ref].signature;
+            signatures[*param as usize] = Some(first.dfg.signatures[sig].clone());
+        }
+    }
+    signatures
+}
+
+/// The shared body's name: `%similar_` and a 128-bit FNV-1a hash of the group's content — the
+/// fingerprint with holes, which position reads which parameter, the parameters' types and the
+/// values of the positions that stay constants.
+fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
+    let mut h = Fnv128::new();
+    h.u64(crate::compare::ENCODING_VERSION as u64);
+    h.u64(first.fingerprint.tokens.len() as u64);
+    for &t in &first.fingerprint.tokens {
+        h.bytes(&t.to_le_bytes());
+    }
+    for (p, param) in layout.param_of_position.iter().enumerate() {
+        match param {
+            Some(param) => h.u64(u64::from(*param) + 1),
+            None => {
+                h.u64(0);
+                hash_hole(&mut h, &first.fingerprint.holes[p]);
+            }
+        }
+    }
+    for ty in &layout.types {
+        h.bytes(ty.to_string().as_bytes());
+    }
+    FuncName::Testcase(format!("similar_{:032x}", h.0).into())
+}
+
+fn hash_hole(h: &mut Fnv128, hole: &Hole) {
+    match hole {
+        Hole::Int(bits) => {
+            h.u64(1);
+            h.u64(*bits);
+        }
+        Hole::F32(bits) => {
+            h.u64(2);
+            h.u64(u64::from(*bits));
+        }
+        Hole::F64(bits) => {
+            h.u64(3);
+            h.u64(*bits);
+        }
+        Hole::Name(name) | Hole::Callee(name) => {
+            h.u64(if matches!(hole, Hole::Name(_)) { 4 } else { 5 });
+            let text = name.to_string();
+            h.u64(text.len() as u64);
+            h.bytes(text.as_bytes());
+        }
+    }
+}
+
+/// FNV-1a with 128 bits: stable across builds and machines.
+struct Fnv128(u128);
+
+impl Fnv128 {
+    fn new() -> Fnv128 {
+        Fnv128(0x6c62272e07bb014262b821756295c58d)
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u128::from(b);
+            self.0 = self.0.wrapping_mul(0x0000000001000000000000000000013B);
+        }
+    }
+
+    fn u64(&mut self, x: u64) {
+        self.bytes(&x.to_le_bytes());
+    }
+}
+
+/// The direct calls to each function, and the functions some instruction reaches in a way a
+/// rewrite cannot add arguments to (`try_call`).
+struct CallUses {
+    calls: SecondaryMap<FunctionId, u32>,
+    unrewritable: EntitySet<FunctionId>,
+}
+
+impl CallUses {
+    fn of(module: &ClifModule, refs: &ModuleRefs) -> CallUses {
+        let found: Vec<Vec<(FunctionId, bool)>> =
+            parallel::map(module.ids(), || (), |_, _, &id| {
+                let func = &module.function(id).func;
+                let callees = &refs.of_function(id).callees;
+                let mut found = Vec::new();
+                for block in func.layout.blocks() {
+                    for inst in func.layout.block_insts(block) {
+                        let (func_ref, rewritable) = match func.dfg.insts[inst] {
+                            InstructionData::Call { func_ref, .. } => (func_ref, true),
+                            InstructionData::TryCall { func_ref, .. } => (func_ref, false),
+                            _ => continue,
+                        };
+                        let callee = callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
+                        if let Some(callee) = callee {
+                            found.push((callee, rewritable));
+                        }
+                    }
+                }
+                found
+            });
+        let mut uses = CallUses {
+            calls: SecondaryMap::with_capacity(module.id_count()),
+            unrewritable: EntitySet::with_capacity(module.id_count()),
+        };
+        for (callee, rewritable) in found.into_iter().flatten() {
+            uses.calls[callee] += 1;
+            if !rewritable {
+                uses.unrewritable.insert(callee);
+            }
+        }
+        uses
+    }
+}
+
+/// The functions that must keep a symbol if merged: their address is taken, a `try_call` calls
+/// them, or a group passes their address as a parameter value.
+fn needs_symbol(
+    module: &ClifModule,
+    refs: &ModuleRefs,
+    uses: &CallUses,
+    planned: &[Planned],
+) -> EntitySet<FunctionId> {
+    let mut needs = uses.unrewritable.clone();
+    for &id in module.ids() {
+        if refs.address_taken(id) {
+            needs.insert(id);
+        }
+    }
+    for p in planned {
+        for values in &p.layout.values {
+            for value in values {
+                if let Hole::Name(name) | Hole::Callee(name) = value
+                    && let Some(id) = module.resolve(name)
+                {
+                    needs.insert(id);
+                }
+            }
+        }
+    }
+    needs
+}
+
+fn removable(module: &ClifModule, mode: Mode, id: FunctionId, needs: &EntitySet<FunctionId>) -> bool {
+    can_remove(mode, module.function(id).linkage, needs.contains(id))
+}
+
+fn group_shape(
+    module: &ClifModule,
+    mode: Mode,
+    p: &Planned,
+    needs: &EntitySet<FunctionId>,
+    uses: &CallUses,
+) -> GroupShape {
+    let mut shape = GroupShape {
+        members: p.members.len() as u64,
+        thunks: 0,
+        removed_call_sites: 0,
+        instructions: instruction_count(&module.function(p.members[0].id).func),
+        parameters: p.layout.count() as u64,
+    };
+    for m in &p.members {
+        if removable(module, mode, m.id, needs) {
+            shape.removed_call_sites += u64::from(uses.calls[m.id]);
+        } else {
+            shape.thunks += 1;
+        }
+    }
+    shape
+}
+
+fn instruction_count(func: &Function) -> u64 {
+    func.layout
+        .blocks()
+        .map(|b| func.layout.block_insts(b).count() as u64)
+        .sum()
+}
+
+/// The values member `m` passes, in parameter order.
+fn arguments(p: &Planned, m: usize) -> Vec<ExtraArgument> {
+    p.layout.values[m]
+        .iter()
+        .zip(&p.layout.types)
+        .zip(&p.callee_signatures)
+        .map(|((value, &ty), signature)| ExtraArgument {
+            ty,
+            value: value.clone(),
+            signature: signature.clone(),
+        })
+        .collect()
+}
+
+/// Rewrites `module`: shared bodies in, members out or thunks, callers of removed members.
+fn apply(
+    module: &mut ClifModule,
+    mode: Mode,
+    accepted: Vec<Planned>,
+    needs: &EntitySet<FunctionId>,
+) -> Vec<SimilarGroup> {
+    let mut position: SecondaryMap<FunctionId, u32> = SecondaryMap::with_capacity(module.id_count());
+    for (i, &id) in module.ids().iter().enumerate() {
+        position[id] = i as u32;
+    }
+    let mut report = Vec::with_capacity(accepted.len());
+    let mut gone = EntitySet::with_capacity(module.id_count());
+    // Removed member → (shared name, shared signature, its arguments).
+    let mut redirect: FxHashMap<FunctionId, (FuncName, Signature, Vec<ExtraArgument>)> =
+        FxHashMap::default();
+    let mut inserts = Vec::with_capacity(accepted.len());
+    for p in &accepted {
+        let shared_sig = p.body.signature.clone();
+        let mut members = Vec::with_capacity(p.members.len());
+        for (m, member) in p.members.iter().enumerate() {
+            let args = arguments(p, m);
+            let by = if removable(module, mode, member.id, needs) {
+                gone.insert(member.id);
+                redirect.insert(member.id, (p.name.clone(), shared_sig.clone(), args.clone()));
+                Action::Removed
+            } else {
+                let mf = module.function_mut(member.id);
+                mf.func = member_thunk(&mf.name, &mf.func.signature, &p.name, &shared_sig, &args);
+                Action::Thunk
+            };
+            members.push(SimilarMember {
+                name: module.function(member.id).name.clone(),
+                by,
+                arguments: args,
+            });
+        }
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        report.push(SimilarGroup {
+            shared: p.name.clone(),
+            parameters: p.layout.count(),
+            members,
+        });
+    }
+    for p in accepted {
+        let before = p.members.iter().map(|m| m.id).min_by_key(|&id| position[id]);
+        let shared = ModuleFunction {
+            name: p.name,
+            func: p.body,
+            linkage: SymbolLinkage::Local,
+            origin: None,
+        };
+        inserts.push((before.expect("a group has members"), shared));
+    }
+    if !redirect.is_empty() {
+        redirect_callers(module, &mut inserts, &redirect);
+    }
+    module.update(gone, inserts, Vec::new());
+    report.sort_by(|a, b| a.shared.cmp(&b.shared));
+    report
+}
+
+/// A thunk named `g` with signature `sig` that calls `shared` with its arguments and `extra`.
+pub(super) fn member_thunk(
+    g: &FuncName,
+    sig: &Signature,
+    shared: &FuncName,
+    shared_sig: &Signature,
+    extra: &[ExtraArgument],
+) -> Function {
+    let mut func = write_thunk(g, sig, shared);
+    let callee = func.dfg.ext_funcs.keys().next().expect("a thunk declares its callee");
+    redirect_declaration(&mut func, callee, shared, shared_sig.clone(), extra)
+        .expect("a thunk's call takes the member's arguments then the extra ones");
+    func
+}
+
+/// Makes every direct call to a removed member, in every function and new shared body, a call
+/// of its shared body with the member's values.
+fn redirect_callers(
+    module: &mut ClifModule,
+    inserts: &mut [(FunctionId, ModuleFunction)],
+    redirect: &FxHashMap<FunctionId, (FuncName, Signature, Vec<ExtraArgument>)>,
+) {
+    // The declarations that name a removed member (its address is not taken, so every use is
+    // a call that can take arguments).
+    let declarations_in = |module: &ClifModule, func: &Function| -> Vec<(FuncRef, FunctionId)> {
+        func.dfg
+            .ext_funcs
+            .iter()
+            .filter_map(|(func_ref, ext)| {
+                let callee = module.lookup_external(&ext.name, func)?;
+                let callee = module.resolve_symbol(callee)?;
+                redirect.contains_key(&callee).then_some((func_ref, callee))
+            })
+            .collect()
+    };
+    let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
+    let found: Vec<Vec<(FuncRef, FunctionId)>> = parallel::map(&ids, || (), |_, _, &id| {
+        declarations_in(module, &module.function(id).func)
+    });
+    let in_inserts: Vec<Vec<(FuncRef, FunctionId)>> = inserts
+        .iter()
+        .map(|(_, mf)| declarations_in(module, &mf.func))
+        .collect();
+    let rewrite = |func: &mut Function, declarations: &[(FuncRef, FunctionId)]| {
+        for &(func_ref, callee) in declarations {
+            let (shared, sig, args) = &redirect[&callee];
+            redirect_declaration(func, func_ref, shared, sig.clone(), args)
+                .expect("a removed member is only called, with its own arguments");
+        }
+    };
+    parallel::for_each_mut(module.all_functions_mut(), |i, mf| {
+        rewrite(&mut mf.func, &found[i]);
+    });
+    for ((_, mf), calls) in inserts.iter_mut().zip(&in_inserts) {
+        rewrite(&mut mf.func, calls);
+    }
+}

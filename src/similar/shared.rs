@@ -1,0 +1,154 @@
+//! Writing a group's shared body: the first member's body with each parameterized operand
+//! replaced by a new parameter, and its calls to itself made calls to the shared body that pass
+//! the parameters through.
+
+use super::find::Member;
+use super::params::ParamLayout;
+use crate::module::{ClifModule, FuncName, FunctionId};
+use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::ir::{
+    AbiParam, ExtFuncData, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode,
+    Value,
+};
+
+/// Why a group cannot have a shared body (it is left alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Unsupported {
+    /// A parameterized callee is called by an instruction other than `call`/`return_call`.
+    CalleeInstruction,
+    /// A self-call is not a `call`/`return_call`.
+    SelfCallInstruction,
+}
+
+/// The shared body of `members` under `name`, from `members[0]`'s function.
+pub(super) fn shared_body(
+    module: &ClifModule,
+    members: &[Member],
+    layout: &ParamLayout,
+    name: &FuncName,
+) -> Result<Function, Unsupported> {
+    let first = &members[0];
+    let mut func = module.function(first.id).func.clone();
+    let self_calls = self_calls(module, first.id, &func)?;
+    func.name = name.to_user_func_name();
+    let entry = func.layout.entry_block().expect("candidates have a body");
+    let params: Vec<Value> = layout
+        .types
+        .iter()
+        .map(|&ty| func.dfg.append_block_param(entry, ty))
+        .collect();
+    func.signature
+        .params
+        .extend(layout.types.iter().map(|&ty| AbiParam::new(ty)));
+    let sites = &first.fingerprint.hole_sites;
+    for (site, param) in sites.iter().zip(&layout.param_of_position) {
+        if let Some(param) = param {
+            replace_operand(&mut func, *site, params[*param as usize])?;
+        }
+    }
+    let signature = func.signature.clone();
+    let sig_ref = func.import_signature(signature);
+    let own_name = name.to_external(&mut func);
+    let own = func.import_function(ExtFuncData {
+        name: own_name,
+        signature: sig_ref,
+        colocated: true,
+        patchable: false,
+    });
+    for call in self_calls {
+        let dfg = &mut func.dfg;
+        if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
+            *func_ref = own;
+            args.extend(params.iter().copied(), &mut dfg.value_lists);
+        }
+    }
+    func.dfg.resolve_all_aliases();
+    Ok(func)
+}
+
+/// The instructions of `func` (the function `me`) that call `me` itself.
+fn self_calls(module: &ClifModule, me: FunctionId, func: &Function) -> Result<Vec<Inst>, Unsupported> {
+    let mut calls = Vec::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            let Some(func_ref) = called(func, inst) else {
+                continue;
+            };
+            let ext = &func.dfg.ext_funcs[func_ref];
+            if module.lookup_external(&ext.name, func).and_then(|s| module.resolve_symbol(s))
+                != Some(me)
+            {
+                continue;
+            }
+            match func.dfg.insts[inst].opcode() {
+                Opcode::Call | Opcode::ReturnCall => calls.push(inst),
+                Opcode::FuncAddr => {}
+                _ => return Err(Unsupported::SelfCallInstruction),
+            }
+        }
+    }
+    Ok(calls)
+}
+
+/// The declaration `inst` calls or takes the address of.
+fn called(func: &Function, inst: Inst) -> Option<cranelift_codegen::ir::FuncRef> {
+    match func.dfg.insts[inst] {
+        InstructionData::Call { func_ref, .. } | InstructionData::FuncAddr { func_ref, .. } => {
+            Some(func_ref)
+        }
+        InstructionData::TryCall { func_ref, .. } => Some(func_ref),
+        _ => None,
+    }
+}
+
+/// Makes the hole of `site` read `param`.
+fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Result<(), Unsupported> {
+    match func.dfg.insts[site] {
+        InstructionData::Call {
+            opcode,
+            func_ref,
+            args,
+        } => {
+            let sig_ref = func.dfg.ext_funcs[func_ref].signature;
+            let args: Vec<Value> = args.as_slice(&func.dfg.value_lists).to_vec();
+            match opcode {
+                Opcode::Call => {
+                    func.replace(site).call_indirect(sig_ref, param, &args);
+                }
+                Opcode::ReturnCall => {
+                    func.replace(site)
+                        .return_call_indirect(sig_ref, param, &args);
+                }
+                _ => return Err(Unsupported::CalleeInstruction),
+            }
+        }
+        InstructionData::UnaryGlobalValue { global_value, .. } => {
+            let offset = match func.global_values[global_value] {
+                GlobalValueData::Symbol { offset, .. } => offset.bits(),
+                _ => 0,
+            };
+            let result = func.dfg.first_result(site);
+            if offset == 0 {
+                alias_result(func, site, result, param);
+            } else {
+                let ty = func.dfg.value_type(result);
+                let mut pos = FuncCursor::new(func).at_inst(site);
+                let offset = pos.ins().iconst(ty, offset);
+                pos.func.replace(site).iadd(param, offset);
+            }
+        }
+        InstructionData::TryCall { .. } => return Err(Unsupported::CalleeInstruction),
+        _ => {
+            let result = func.dfg.first_result(site);
+            alias_result(func, site, result, param);
+        }
+    }
+    Ok(())
+}
+
+/// Removes `site` and makes its `result` another name for `param`.
+fn alias_result(func: &mut Function, site: Inst, result: Value, param: Value) {
+    func.dfg.clear_results(site);
+    func.dfg.change_to_alias(result, param);
+    func.layout.remove_inst(site);
+}
