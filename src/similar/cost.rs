@@ -4,11 +4,14 @@
 //!
 //! ```text
 //! before = n × body(I)
-//! after  = body(I) + k × per_parameter                       the shared body
-//!        + thunks × (thunk + k × per_argument)               members that keep a symbol
-//!        + removed_call_sites × k × per_argument             callers of removed members
+//! after  = body(I) + k × per_parameter + s × per_stack_argument   the shared body
+//!        + thunks × (thunk + call)                                 members that keep a symbol
+//!        + removed_call_sites × call                               callers of removed members
 //! body(I) = per_function + I × per_instruction
+//! call    = k × per_argument + s × per_stack_argument
 //! ```
+//!
+//! where `s` of the `k` parameters find no argument register after the members' own.
 //!
 //! The merge is made when `before − after` is at least the threshold
 //! ([`super::SimilarOptions::min_saving`]). The constants are x86_64 bytes, fitted on the corpus
@@ -31,6 +34,8 @@ pub struct CostModel {
     pub per_argument: u64,
     /// One parameter inside the shared body (register pressure: moves and spills).
     pub per_parameter: u64,
+    /// One added parameter passed on the stack, at each call and in the shared body.
+    pub per_stack_argument: u64,
 }
 
 impl Default for CostModel {
@@ -41,6 +46,7 @@ impl Default for CostModel {
             thunk: 24,
             per_argument: 6,
             per_parameter: 4,
+            per_stack_argument: 8,
         }
     }
 }
@@ -58,6 +64,8 @@ pub struct GroupShape {
     pub instructions: u64,
     /// Parameters added.
     pub parameters: u64,
+    /// Of those, how many go to the stack.
+    pub stack_arguments: u64,
 }
 
 impl CostModel {
@@ -70,17 +78,21 @@ impl CostModel {
     pub fn saving(&self, group: &GroupShape) -> i64 {
         let body = self.body(group.instructions) as i64;
         let k = group.parameters as i64;
+        let per_call = k * self.per_argument as i64
+            + group.stack_arguments as i64 * self.per_stack_argument as i64;
         let before = group.members as i64 * body;
         let after = body
             + k * self.per_parameter as i64
-            + group.thunks as i64 * (self.thunk as i64 + k * self.per_argument as i64)
-            + group.removed_call_sites as i64 * k * self.per_argument as i64;
+            + group.stack_arguments as i64 * self.per_stack_argument as i64
+            + group.thunks as i64 * (self.thunk as i64 + per_call)
+            + group.removed_call_sites as i64 * per_call;
         before - after
     }
 }
 
-/// How many arguments the target passes in registers; parameters beyond would go to the stack,
-/// which a shared body never needs.
+/// How many arguments the target passes in registers. A group adds at most that many parameters
+/// of each class; parameters that, after the members' own, find no free register go to the
+/// stack, which the cost model charges ([`CostModel::per_stack_argument`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterBudget {
     /// Integer and pointer arguments.
@@ -95,24 +107,40 @@ impl RegisterBudget {
     /// aarch64 (AAPCS64 and `tail`): x0–x7; v0–v7.
     pub const AARCH64: RegisterBudget = RegisterBudget { int: 8, float: 8 };
 
-    /// Whether `sig`'s parameters followed by `extra` all fit in registers.
-    pub fn fits(&self, sig: &Signature, extra: &[Type]) -> bool {
-        let (mut int, mut float) = (0usize, 0usize);
-        let mut count = |ty: Type| {
-            if ty.is_float() || ty.is_vector() {
-                float += 1;
-            } else {
-                int += ty.bytes().div_ceil(8).max(1) as usize;
-            }
-        };
-        for p in &sig.params {
-            if !matches!(p.purpose, ArgumentPurpose::StructArgument(_)) {
-                count(p.value_type);
-            }
-        }
-        extra.iter().copied().for_each(&mut count);
+    /// Whether `extra` (the added parameters) alone fit in the registers.
+    pub fn fits(&self, extra: &[Type]) -> bool {
+        let (int, float) = count_registers(extra.iter().copied());
         int <= self.int && float <= self.float
     }
+
+    /// How many of `extra`, passed after `sig`'s parameters, go to the stack.
+    pub fn stack_arguments(&self, sig: &Signature, extra: &[Type]) -> usize {
+        let own = sig
+            .params
+            .iter()
+            .filter(|p| !matches!(p.purpose, ArgumentPurpose::StructArgument(_)))
+            .map(|p| p.value_type);
+        let (int, float) = count_registers(own);
+        let (extra_int, extra_float) = count_registers(extra.iter().copied());
+        let spill = |own: usize, extra: usize, regs: usize| (own + extra).saturating_sub(regs.max(own));
+        spill(int, extra_int, self.int) + spill(float, extra_float, self.float)
+    }
+}
+
+/// The integer and float registers `types` take.
+fn count_registers(types: impl Iterator<Item = Type>) -> (usize, usize) {
+    let (mut int, mut float) = (0usize, 0usize);
+    for ty in types {
+        if ty.is_float() || ty.is_vector() {
+            float += 1;
+        } else {
+            int += ty.bytes().div_ceil(8).max(1) as usize;
+        }
+    }
+    (int, float)
+}
+
+impl RegisterBudget {
 }
 
 impl Default for RegisterBudget {

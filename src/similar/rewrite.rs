@@ -49,7 +49,10 @@ pub(super) fn merge_similar(
     let accepted: Vec<Planned> = planned
         .into_iter()
         .filter(|p| {
-            let shape = group_shape(module, mode, p, &needs_symbol, &uses);
+            let shape = group_shape(module, mode, options, p, &needs_symbol, &uses);
+            if std::env::var_os("SIMILAR_DEBUG").is_some() {
+                eprintln!("{shape:?} saving {}", options.cost.saving(&shape));
+            }
             options.cost.saving(&shape) >= options.min_saving
         })
         .collect();
@@ -64,7 +67,7 @@ fn plan_group(
 ) -> Option<Planned> {
     let first = &module.function(members[0].id).func;
     let layout = ParamLayout::of(&members, first);
-    if layout.count() == 0 || !options.registers.fits(&first.signature, &layout.types) {
+    if layout.count() == 0 || !options.registers.fits(&layout.types) {
         return None;
     }
     let callee_signatures = callee_signatures(first, &members[0], &layout);
@@ -240,6 +243,7 @@ fn removable(module: &ClifModule, mode: Mode, id: FunctionId, needs: &EntitySet<
 fn group_shape(
     module: &ClifModule,
     mode: Mode,
+    options: &SimilarOptions,
     p: &Planned,
     needs: &EntitySet<FunctionId>,
     uses: &CallUses,
@@ -250,6 +254,9 @@ fn group_shape(
         removed_call_sites: 0,
         instructions: instruction_count(&module.function(p.members[0].id).func),
         parameters: p.layout.count() as u64,
+        stack_arguments: options
+            .registers
+            .stack_arguments(&module.function(p.members[0].id).func.signature, &p.layout.types) as u64,
     };
     for m in &p.members {
         if removable(module, mode, m.id, needs) {
