@@ -41,12 +41,12 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            per_instruction_centibytes: 480,
-            per_function: 24,
-            thunk: 24,
+            per_instruction_centibytes: 450,
+            per_function: 28,
+            thunk: 14,
             per_argument: 6,
-            per_parameter: 4,
-            per_stack_argument: 8,
+            per_parameter: 2,
+            per_stack_argument: 30,
         }
     }
 }

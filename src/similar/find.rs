@@ -16,6 +16,7 @@ pub(super) const HOLES: HoleKinds = HoleKinds::INT_CONSTANTS
     .union(HoleKinds::CALLEES);
 
 /// One function of a group, with its fingerprint with holes.
+#[derive(Clone)]
 pub(super) struct Member {
     pub(super) id: FunctionId,
     pub(super) fingerprint: Fingerprint,

@@ -9,6 +9,7 @@
 //! | `find.rs` | candidates, fingerprints with holes, groups |
 //! | `params.rs` | which positions become parameters, in what order |
 //! | `cost.rs` | the cost model and the register budget |
+//! | `choose.rs` | which members must keep a symbol; the subgroups that pay |
 //! | `shared.rs` | writing the shared body |
 //! | `rewrite.rs` | members into thunks, callers of removed members |
 //!
@@ -56,6 +57,7 @@
 //! parameter — is removed in `safe` and `aliases` modes; every other member keeps its symbol as
 //! a thunk, in every mode.
 
+mod choose;
 mod cost;
 mod find;
 mod params;

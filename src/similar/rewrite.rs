@@ -2,13 +2,13 @@
 //! turn members into thunks or remove them, and make the callers of removed members call the
 //! shared body with the members' values.
 
+use super::choose::{CallUses, Choice, needs_symbol, removable};
 use super::find::{Member, similar_groups};
 use super::params::ParamLayout;
 use super::shared::shared_body;
-use super::{GroupShape, SimilarGroup, SimilarMember, SimilarOptions};
+use super::{SimilarGroup, SimilarMember, SimilarOptions};
 use crate::compare::Hole;
 use crate::merge::callsite::{ExtraArgument, redirect_declaration};
-use crate::merge::policy::can_remove;
 use crate::merge::thunk::write_thunk;
 use crate::merge::{Action, Mode};
 use crate::module::{ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
@@ -38,38 +38,29 @@ pub(super) fn merge_similar(
     if groups.is_empty() {
         return Vec::new();
     }
+    let uses = CallUses::of(module, &refs);
+    let needs = needs_symbol(module, &refs, &uses, &groups);
+    let choice = Choice {
+        module,
+        mode,
+        options,
+        needs: &needs,
+        uses: &uses,
+    };
     let mut names = FxHashSet::default();
-    let planned: Vec<Planned> = groups
+    let accepted: Vec<Planned> = groups
         .into_iter()
-        .filter_map(|members| plan_group(module, members, options))
+        .flat_map(|members| choice.subgroups(members))
+        .filter_map(|members| plan_group(module, members))
         .filter(|p| module.lookup(&p.name).is_none() && names.insert(p.name.clone()))
         .collect();
-    let uses = CallUses::of(module, &refs);
-    let needs_symbol = needs_symbol(module, &refs, &uses, &planned);
-    let accepted: Vec<Planned> = planned
-        .into_iter()
-        .filter(|p| {
-            let shape = group_shape(module, mode, options, p, &needs_symbol, &uses);
-            if std::env::var_os("SIMILAR_DEBUG").is_some() {
-                eprintln!("{shape:?} saving {}", options.cost.saving(&shape));
-            }
-            options.cost.saving(&shape) >= options.min_saving
-        })
-        .collect();
-    apply(module, mode, accepted, &needs_symbol)
+    apply(module, mode, accepted, &needs)
 }
 
-/// The layout, the register check and the shared body of one group; None when it cannot merge.
-fn plan_group(
-    module: &ClifModule,
-    members: Vec<Member>,
-    options: &SimilarOptions,
-) -> Option<Planned> {
+/// The layout and the shared body of a chosen group; None when the body cannot be written.
+fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
     let first = &module.function(members[0].id).func;
     let layout = ParamLayout::of(&members, first);
-    if layout.count() == 0 || !options.registers.fits(&layout.types) {
-        return None;
-    }
     let callee_signatures = callee_signatures(first, &members[0], &layout);
     let name = content_name(&members[0], &layout);
     let body = shared_body(module, &members, &layout, &name).ok()?;
@@ -163,116 +154,6 @@ impl Fnv128 {
     fn u64(&mut self, x: u64) {
         self.bytes(&x.to_le_bytes());
     }
-}
-
-/// The direct calls to each function, and the functions some instruction reaches in a way a
-/// rewrite cannot add arguments to (`try_call`).
-struct CallUses {
-    calls: SecondaryMap<FunctionId, u32>,
-    unrewritable: EntitySet<FunctionId>,
-}
-
-impl CallUses {
-    fn of(module: &ClifModule, refs: &ModuleRefs) -> CallUses {
-        let found: Vec<Vec<(FunctionId, bool)>> =
-            parallel::map(module.ids(), || (), |_, _, &id| {
-                let func = &module.function(id).func;
-                let callees = &refs.of_function(id).callees;
-                let mut found = Vec::new();
-                for block in func.layout.blocks() {
-                    for inst in func.layout.block_insts(block) {
-                        let (func_ref, rewritable) = match func.dfg.insts[inst] {
-                            InstructionData::Call { func_ref, .. } => (func_ref, true),
-                            InstructionData::TryCall { func_ref, .. } => (func_ref, false),
-                            _ => continue,
-                        };
-                        let callee = callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
-                        if let Some(callee) = callee {
-                            found.push((callee, rewritable));
-                        }
-                    }
-                }
-                found
-            });
-        let mut uses = CallUses {
-            calls: SecondaryMap::with_capacity(module.id_count()),
-            unrewritable: EntitySet::with_capacity(module.id_count()),
-        };
-        for (callee, rewritable) in found.into_iter().flatten() {
-            uses.calls[callee] += 1;
-            if !rewritable {
-                uses.unrewritable.insert(callee);
-            }
-        }
-        uses
-    }
-}
-
-/// The functions that must keep a symbol if merged: their address is taken, a `try_call` calls
-/// them, or a group passes their address as a parameter value.
-fn needs_symbol(
-    module: &ClifModule,
-    refs: &ModuleRefs,
-    uses: &CallUses,
-    planned: &[Planned],
-) -> EntitySet<FunctionId> {
-    let mut needs = uses.unrewritable.clone();
-    for &id in module.ids() {
-        if refs.address_taken(id) {
-            needs.insert(id);
-        }
-    }
-    for p in planned {
-        for values in &p.layout.values {
-            for value in values {
-                if let Hole::Name(name) | Hole::Callee(name) = value
-                    && let Some(id) = module.resolve(name)
-                {
-                    needs.insert(id);
-                }
-            }
-        }
-    }
-    needs
-}
-
-fn removable(module: &ClifModule, mode: Mode, id: FunctionId, needs: &EntitySet<FunctionId>) -> bool {
-    can_remove(mode, module.function(id).linkage, needs.contains(id))
-}
-
-fn group_shape(
-    module: &ClifModule,
-    mode: Mode,
-    options: &SimilarOptions,
-    p: &Planned,
-    needs: &EntitySet<FunctionId>,
-    uses: &CallUses,
-) -> GroupShape {
-    let mut shape = GroupShape {
-        members: p.members.len() as u64,
-        thunks: 0,
-        removed_call_sites: 0,
-        instructions: instruction_count(&module.function(p.members[0].id).func),
-        parameters: p.layout.count() as u64,
-        stack_arguments: options
-            .registers
-            .stack_arguments(&module.function(p.members[0].id).func.signature, &p.layout.types) as u64,
-    };
-    for m in &p.members {
-        if removable(module, mode, m.id, needs) {
-            shape.removed_call_sites += u64::from(uses.calls[m.id]);
-        } else {
-            shape.thunks += 1;
-        }
-    }
-    shape
-}
-
-fn instruction_count(func: &Function) -> u64 {
-    func.layout
-        .blocks()
-        .map(|b| func.layout.block_insts(b).count() as u64)
-        .sum()
 }
 
 /// The values member `m` passes, in parameter order.

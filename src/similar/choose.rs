@@ -1,0 +1,200 @@
+//! Choosing what to merge: the members that must keep a symbol, and the subgroups of a group
+//! that pay (see `cost.rs`).
+
+use super::SimilarOptions;
+use super::cost::GroupShape;
+use super::find::Member;
+use super::params::ParamLayout;
+use crate::compare::Hole;
+use crate::merge::Mode;
+use crate::merge::policy::can_remove;
+use crate::module::{ClifModule, FunctionId};
+use crate::parallel;
+use crate::refs::ModuleRefs;
+use cranelift_codegen::ir::{Function, InstructionData};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+
+/// Groups larger than this are split by the first fit, not by the best saving (which is
+/// quadratic in the group's size).
+const BEST_FIT_MAX: usize = 32;
+
+/// What a choice needs to know of the module.
+pub(super) struct Choice<'a> {
+    pub(super) module: &'a ClifModule,
+    pub(super) mode: Mode,
+    pub(super) options: &'a SimilarOptions,
+    pub(super) needs: &'a EntitySet<FunctionId>,
+    pub(super) uses: &'a CallUses,
+}
+
+impl Choice<'_> {
+    /// The estimated saving of merging `members` (None when their parameters do not fit the
+    /// register budget, or there are none).
+    fn saving(&self, members: &[Member]) -> Option<i64> {
+        let first = &self.module.function(members[0].id).func;
+        let layout = ParamLayout::of(members, first);
+        if layout.count() == 0 || !self.options.registers.fits(&layout.types) {
+            return None;
+        }
+        let mut shape = GroupShape {
+            members: members.len() as u64,
+            thunks: 0,
+            removed_call_sites: 0,
+            instructions: instruction_count(first),
+            parameters: layout.count() as u64,
+            stack_arguments: self.options.registers.stack_arguments(&first.signature, &layout.types)
+                as u64,
+        };
+        for m in members {
+            if removable(self.module, self.mode, m.id, self.needs) {
+                shape.removed_call_sites += u64::from(self.uses.calls[m.id]);
+            } else {
+                shape.thunks += 1;
+            }
+        }
+        Some(self.options.cost.saving(&shape))
+    }
+
+    fn pays(&self, members: &[Member]) -> bool {
+        self.saving(members)
+            .is_some_and(|s| s >= self.options.min_saving)
+    }
+
+    /// The subgroups of `members` to merge: the whole group when it fits and pays; otherwise,
+    /// from the first remaining member, a subgroup grown one member at a time by the member
+    /// that saves most (which may save less than the subgroup before it: a pair may not pay
+    /// where ten do), cut back to the size that saved most. Members are in hole-value order, so
+    /// the choice is a function of the group's content.
+    pub(super) fn subgroups(&self, members: Vec<Member>) -> Vec<Vec<Member>> {
+        if self.pays(&members) {
+            return vec![members];
+        }
+        let exhaustive = members.len() <= BEST_FIT_MAX;
+        let mut chosen = Vec::new();
+        let mut rest = members;
+        while rest.len() >= 2 {
+            let mut group = vec![rest.remove(0)];
+            let (mut best_saving, mut best_len) = (0, 1);
+            while let Some((i, s)) = self.next_member(&mut group, &rest, exhaustive) {
+                group.push(rest.remove(i));
+                if s > best_saving {
+                    (best_saving, best_len) = (s, group.len());
+                }
+            }
+            rest.extend(group.drain(best_len..));
+            rest.sort_by(|a, b| a.fingerprint.holes.cmp(&b.fingerprint.holes));
+            if group.len() >= 2 && best_saving >= self.options.min_saving {
+                chosen.push(group);
+            }
+        }
+        chosen
+    }
+
+    /// The member of `rest` to add to `group` next, with the saving of the group it makes: the
+    /// one that saves most (`exhaustive`) or the first that fits.
+    fn next_member(
+        &self,
+        group: &mut Vec<Member>,
+        rest: &[Member],
+        exhaustive: bool,
+    ) -> Option<(usize, i64)> {
+        let mut best: Option<(usize, i64)> = None;
+        for (i, m) in rest.iter().enumerate() {
+            group.push(m.clone());
+            let s = self.saving(group);
+            group.pop();
+            if let Some(s) = s
+                && best.is_none_or(|b| s > b.1)
+            {
+                best = Some((i, s));
+                if !exhaustive {
+                    break;
+                }
+            }
+        }
+        best
+    }
+}
+
+/// The direct calls to each function, and the functions some instruction reaches in a way a
+/// rewrite cannot add arguments to (`try_call`).
+pub(super) struct CallUses {
+    calls: SecondaryMap<FunctionId, u32>,
+    unrewritable: EntitySet<FunctionId>,
+}
+
+impl CallUses {
+    pub(super) fn of(module: &ClifModule, refs: &ModuleRefs) -> CallUses {
+        let found: Vec<Vec<(FunctionId, bool)>> =
+            parallel::map(module.ids(), || (), |_, _, &id| {
+                let func = &module.function(id).func;
+                let callees = &refs.of_function(id).callees;
+                let mut found = Vec::new();
+                for block in func.layout.blocks() {
+                    for inst in func.layout.block_insts(block) {
+                        let (func_ref, rewritable) = match func.dfg.insts[inst] {
+                            InstructionData::Call { func_ref, .. } => (func_ref, true),
+                            InstructionData::TryCall { func_ref, .. } => (func_ref, false),
+                            _ => continue,
+                        };
+                        let callee = callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
+                        if let Some(callee) = callee {
+                            found.push((callee, rewritable));
+                        }
+                    }
+                }
+                found
+            });
+        let mut uses = CallUses {
+            calls: SecondaryMap::with_capacity(module.id_count()),
+            unrewritable: EntitySet::with_capacity(module.id_count()),
+        };
+        for (callee, rewritable) in found.into_iter().flatten() {
+            uses.calls[callee] += 1;
+            if !rewritable {
+                uses.unrewritable.insert(callee);
+            }
+        }
+        uses
+    }
+}
+
+/// The functions that must keep a symbol if merged: their address is taken, a `try_call` calls
+/// them, or a group may pass their address as a parameter value (any name that is not the same
+/// in every member of its whole group: a subgroup's parameters are among those).
+pub(super) fn needs_symbol(
+    module: &ClifModule,
+    refs: &ModuleRefs,
+    uses: &CallUses,
+    groups: &[Vec<Member>],
+) -> EntitySet<FunctionId> {
+    let mut needs = uses.unrewritable.clone();
+    for &id in module.ids() {
+        if refs.address_taken(id) {
+            needs.insert(id);
+        }
+    }
+    for members in groups {
+        let layout = ParamLayout::of(members, &module.function(members[0].id).func);
+        for value in layout.values.iter().flatten() {
+            if let Hole::Name(name) | Hole::Callee(name) = value
+                && let Some(id) = module.resolve(name)
+            {
+                needs.insert(id);
+            }
+        }
+    }
+    needs
+}
+
+pub(super) fn removable(module: &ClifModule, mode: Mode, id: FunctionId, needs: &EntitySet<FunctionId>) -> bool {
+    can_remove(mode, module.function(id).linkage, needs.contains(id))
+}
+
+fn instruction_count(func: &Function) -> u64 {
+    func.layout
+        .blocks()
+        .map(|b| func.layout.block_insts(b).count() as u64)
+        .sum()
+}
+
