@@ -5,7 +5,7 @@ use crate::merge::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::{ExternalName, FuncRef, Function};
+use cranelift_codegen::ir::{ExternalName, FuncRef, Function, Opcode};
 use cranelift_entity::EntityRef;
 use rustc_hash::FxHashMap;
 
@@ -65,13 +65,39 @@ impl Resolver for SimilarResolver<'_> {
     }
 }
 
-/// Whether `id` may take part in a similar merge: it has a body that is not already a thunk,
-/// and it is not preemptible (another definition may replace it at link time).
+/// Whether `id` may take part in a similar merge: it has a body that is not already a thunk
+/// (one that forwards its arguments, or one that adds constants: a member of an earlier similar
+/// merge, which would only be wrapped in another thunk), and it is not preemptible (another
+/// definition may replace it at link time).
 fn is_candidate(module: &ClifModule, id: FunctionId) -> bool {
     let mf = module.function(id);
     !mf.linkage.is_preemptible()
         && mf.func.layout.entry_block().is_some()
         && !is_forwarding_thunk(&mf.func)
+        && !passes_constants(&mf.func)
+}
+
+/// Whether `func` is one block that only makes constants and addresses, then calls and
+/// returns: the shape of a similar member's thunk.
+fn passes_constants(func: &Function) -> bool {
+    let mut blocks = func.layout.blocks();
+    let (Some(entry), None) = (blocks.next(), blocks.next()) else {
+        return false;
+    };
+    let mut calls = 0;
+    for inst in func.layout.block_insts(entry) {
+        match func.dfg.insts[inst].opcode() {
+            Opcode::Iconst
+            | Opcode::F32const
+            | Opcode::F64const
+            | Opcode::SymbolValue
+            | Opcode::FuncAddr => {}
+            Opcode::Call | Opcode::ReturnCall if calls == 0 => calls += 1,
+            Opcode::Return if calls == 1 => {}
+            _ => return false,
+        }
+    }
+    calls == 1
 }
 
 /// The groups of two or more candidates whose fingerprints with holes are equal, each sorted by
@@ -130,7 +156,11 @@ pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<
                     fingerprint: fingerprints[i].take().expect("each function is in one group"),
                 })
                 .collect();
-            members.sort_by(|a, b| a.fingerprint.holes.cmp(&b.fingerprint.holes));
+            // By hole values, then name: a function of content, whatever the input order.
+            members.sort_by(|a, b| {
+                let name = |m: &Member| &module.function(m.id).name;
+                a.fingerprint.holes.cmp(&b.fingerprint.holes).then_with(|| name(a).cmp(name(b)))
+            });
             // Equal hole values would make the members equal: the exact merge left them apart
             // (they differ in something the order compares and holes do not see), so they stay.
             members.dedup_by(|a, b| a.fingerprint.holes == b.fingerprint.holes);
