@@ -96,7 +96,7 @@ pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
 pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module, merge_module_with};
-pub use similar::SimilarOptions;
 pub use merging_module::{FinishError, MergingModule};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};
+pub use similar::SimilarOptions;

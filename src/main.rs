@@ -36,7 +36,12 @@ struct Opts {
 
     /// With --similar, merge a group only when the cost model estimates it saves at least BYTES
     /// of machine code (default: 1).
-    #[arg(long, value_name = "BYTES", requires = "similar", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "BYTES",
+        requires = "similar",
+        allow_negative_numbers = true
+    )]
     similar_min_saving: Option<i64>,
 
     /// Linkage of functions that no `; linkage:` directive names.
@@ -272,7 +277,10 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
     };
     let similar = opts.similar.then(|| {
         let aarch64 = object.as_ref().is_some_and(|o| {
-            o.target.architecture == target_lexicon::Architecture::Aarch64(target_lexicon::Aarch64Architecture::Aarch64)
+            o.target.architecture
+                == target_lexicon::Architecture::Aarch64(
+                    target_lexicon::Aarch64Architecture::Aarch64,
+                )
         });
         let mut similar = clif_merge::SimilarOptions::default();
         if aarch64 {

@@ -5,9 +5,9 @@
 use crate::emit::object::{ObjectOptions, ObjectOutput, write_object};
 use crate::error::Result;
 use crate::merge::{Mode, PassTimes, merge_module_with};
-use crate::similar::SimilarOptions;
 use crate::module::ClifModule;
 use crate::read::{ReadOptions, read_files};
+use crate::similar::SimilarOptions;
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -72,7 +72,8 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let (report, pass_times) = merge_module_with(&mut module, options.mode, options.similar.as_ref());
+    let (report, pass_times) =
+        merge_module_with(&mut module, options.mode, options.similar.as_ref());
     phases.push(("hash", pass_times.hashing));
     phases.push(("compare", pass_times.comparing));
     phases.push(("merge", pass_times.merging));

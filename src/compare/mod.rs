@@ -346,11 +346,20 @@ mod tests {
         );
         // Each hole is an operand of its own instruction, in walk order.
         assert_eq!(fa.hole_sites.len(), 4);
-        let opcodes: Vec<_> = fa.hole_sites.iter().map(|&i| a.dfg.insts[i].opcode()).collect();
+        let opcodes: Vec<_> = fa
+            .hole_sites
+            .iter()
+            .map(|&i| a.dfg.insts[i].opcode())
+            .collect();
         use cranelift_codegen::ir::Opcode;
         assert_eq!(
             opcodes,
-            [Opcode::Iconst, Opcode::F64const, Opcode::SymbolValue, Opcode::Call]
+            [
+                Opcode::Iconst,
+                Opcode::F64const,
+                Opcode::SymbolValue,
+                Opcode::Call
+            ]
         );
     }
 

@@ -8,8 +8,8 @@ use crate::module::FuncName;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    ExtFuncData, FuncRef, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Signature,
-    Type, Value,
+    ExtFuncData, FuncRef, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode,
+    Signature, Type, Value,
 };
 
 /// A value a call site adds: a constant, or the address of a name.
@@ -165,9 +165,10 @@ pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Valu
         }
         Hole::Callee(name) => {
             let name = name.to_external(pos.func);
-            let signature = arg.signature.clone().unwrap_or_else(|| {
-                Signature::new(cranelift_codegen::isa::CallConv::SystemV)
-            });
+            let signature = arg
+                .signature
+                .clone()
+                .unwrap_or_else(|| Signature::new(cranelift_codegen::isa::CallConv::SystemV));
             let signature = pos.func.import_signature(signature);
             let callee = pos.func.import_function(ExtFuncData {
                 name,

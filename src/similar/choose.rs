@@ -42,7 +42,10 @@ impl Choice<'_> {
             removed_call_sites: 0,
             instructions: instruction_count(first),
             parameters: layout.count() as u64,
-            stack_arguments: self.options.registers.stack_arguments(&first.signature, &layout.types)
+            stack_arguments: self
+                .options
+                .registers
+                .stack_arguments(&first.signature, &layout.types)
                 as u64,
         };
         for m in members {
@@ -125,8 +128,10 @@ pub(super) struct CallUses {
 
 impl CallUses {
     pub(super) fn of(module: &ClifModule, refs: &ModuleRefs) -> CallUses {
-        let found: Vec<Vec<(FunctionId, bool)>> =
-            parallel::map(module.ids(), || (), |_, _, &id| {
+        let found: Vec<Vec<(FunctionId, bool)>> = parallel::map(
+            module.ids(),
+            || (),
+            |_, _, &id| {
                 let func = &module.function(id).func;
                 let callees = &refs.of_function(id).callees;
                 let mut found = Vec::new();
@@ -137,14 +142,16 @@ impl CallUses {
                             InstructionData::TryCall { func_ref, .. } => (func_ref, false),
                             _ => continue,
                         };
-                        let callee = callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
+                        let callee =
+                            callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
                         if let Some(callee) = callee {
                             found.push((callee, rewritable));
                         }
                     }
                 }
                 found
-            });
+            },
+        );
         let mut uses = CallUses {
             calls: SecondaryMap::with_capacity(module.id_count()),
             unrewritable: EntitySet::with_capacity(module.id_count()),
@@ -187,7 +194,12 @@ pub(super) fn needs_symbol(
     needs
 }
 
-pub(super) fn removable(module: &ClifModule, mode: Mode, id: FunctionId, needs: &EntitySet<FunctionId>) -> bool {
+pub(super) fn removable(
+    module: &ClifModule,
+    mode: Mode,
+    id: FunctionId,
+    needs: &EntitySet<FunctionId>,
+) -> bool {
     can_remove(mode, module.function(id).linkage, needs.contains(id))
 }
 
@@ -197,4 +209,3 @@ fn instruction_count(func: &Function) -> u64 {
         .map(|b| func.layout.block_insts(b).count() as u64)
         .sum()
 }
-

@@ -122,7 +122,8 @@ impl RegisterBudget {
             .map(|p| p.value_type);
         let (int, float) = count_registers(own);
         let (extra_int, extra_float) = count_registers(extra.iter().copied());
-        let spill = |own: usize, extra: usize, regs: usize| (own + extra).saturating_sub(regs.max(own));
+        let spill =
+            |own: usize, extra: usize, regs: usize| (own + extra).saturating_sub(regs.max(own));
         spill(int, extra_int, self.int) + spill(float, extra_float, self.float)
     }
 }
@@ -140,8 +141,7 @@ fn count_registers(types: impl Iterator<Item = Type>) -> (usize, usize) {
     (int, float)
 }
 
-impl RegisterBudget {
-}
+impl RegisterBudget {}
 
 impl Default for RegisterBudget {
     fn default() -> Self {

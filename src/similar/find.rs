@@ -139,10 +139,7 @@ pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<
     for (i, (fp, hash)) in fingerprints.iter().enumerate() {
         by_tokens.entry((*hash, &fp.tokens)).or_default().push(i);
     }
-    let mut groups: Vec<Vec<usize>> = by_tokens
-        .into_values()
-        .filter(|g| g.len() >= 2)
-        .collect();
+    let mut groups: Vec<Vec<usize>> = by_tokens.into_values().filter(|g| g.len() >= 2).collect();
     groups.sort_unstable();
     let mut fingerprints: Vec<Option<Fingerprint>> =
         fingerprints.into_iter().map(|(fp, _)| Some(fp)).collect();
@@ -153,13 +150,18 @@ pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<
                 .into_iter()
                 .map(|i| Member {
                     id: shared[i],
-                    fingerprint: fingerprints[i].take().expect("each function is in one group"),
+                    fingerprint: fingerprints[i]
+                        .take()
+                        .expect("each function is in one group"),
                 })
                 .collect();
             // By hole values, then name: a function of content, whatever the input order.
             members.sort_by(|a, b| {
                 let name = |m: &Member| &module.function(m.id).name;
-                a.fingerprint.holes.cmp(&b.fingerprint.holes).then_with(|| name(a).cmp(name(b)))
+                a.fingerprint
+                    .holes
+                    .cmp(&b.fingerprint.holes)
+                    .then_with(|| name(a).cmp(name(b)))
             });
             // Equal hole values would make the members equal: the exact merge left them apart
             // (they differ in something the order compares and holes do not see), so they stay.

@@ -63,6 +63,8 @@ mod find;
 mod params;
 mod rewrite;
 mod shared;
+#[cfg(test)]
+mod tests;
 
 pub use cost::{CostModel, GroupShape, RegisterBudget};
 pub use params::POINTER;
@@ -125,7 +127,13 @@ pub fn stand_in(
     sig: &cranelift_codegen::ir::Signature,
     shared_sig: &cranelift_codegen::ir::Signature,
 ) -> cranelift_codegen::ir::Function {
-    rewrite::member_thunk(&member.name, sig, &group.shared, shared_sig, &member.arguments)
+    rewrite::member_thunk(
+        &member.name,
+        sig,
+        &group.shared,
+        shared_sig,
+        &member.arguments,
+    )
 }
 
 /// Merges the groups of similar functions of `module` (already merged exactly) that pay, and

@@ -56,7 +56,10 @@ impl ParamLayout {
                         values[*param as usize] = Some(m.fingerprint.holes[p].clone());
                     }
                 }
-                values.into_iter().map(|v| v.expect("every parameter has a position")).collect()
+                values
+                    .into_iter()
+                    .map(|v| v.expect("every parameter has a position"))
+                    .collect()
             })
             .collect();
         ParamLayout {

@@ -74,7 +74,11 @@ fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
 }
 
 /// For each parameter that is a callee, the signature it is called with.
-fn callee_signatures(first: &Function, member: &Member, layout: &ParamLayout) -> Vec<Option<Signature>> {
+fn callee_signatures(
+    first: &Function,
+    member: &Member,
+    layout: &ParamLayout,
+) -> Vec<Option<Signature>> {
     let mut signatures = vec![None; layout.count()];
     for (p, param) in layout.param_of_position.iter().enumerate() {
         let Some(param) = param else { continue };
@@ -177,7 +181,8 @@ fn apply(
     accepted: Vec<Planned>,
     needs: &EntitySet<FunctionId>,
 ) -> Vec<SimilarGroup> {
-    let mut position: SecondaryMap<FunctionId, u32> = SecondaryMap::with_capacity(module.id_count());
+    let mut position: SecondaryMap<FunctionId, u32> =
+        SecondaryMap::with_capacity(module.id_count());
     for (i, &id) in module.ids().iter().enumerate() {
         position[id] = i as u32;
     }
@@ -194,7 +199,10 @@ fn apply(
             let args = arguments(p, m);
             let by = if removable(module, mode, member.id, needs) {
                 gone.insert(member.id);
-                redirect.insert(member.id, (p.name.clone(), shared_sig.clone(), args.clone()));
+                redirect.insert(
+                    member.id,
+                    (p.name.clone(), shared_sig.clone(), args.clone()),
+                );
                 Action::Removed
             } else {
                 let mf = module.function_mut(member.id);
@@ -215,7 +223,11 @@ fn apply(
         });
     }
     for p in accepted {
-        let before = p.members.iter().map(|m| m.id).min_by_key(|&id| position[id]);
+        let before = p
+            .members
+            .iter()
+            .map(|m| m.id)
+            .min_by_key(|&id| position[id]);
         let shared = ModuleFunction {
             name: p.name,
             func: p.body,
@@ -241,7 +253,12 @@ pub(super) fn member_thunk(
     extra: &[ExtraArgument],
 ) -> Function {
     let mut func = write_thunk(g, sig, shared);
-    let callee = func.dfg.ext_funcs.keys().next().expect("a thunk declares its callee");
+    let callee = func
+        .dfg
+        .ext_funcs
+        .keys()
+        .next()
+        .expect("a thunk declares its callee");
     redirect_declaration(&mut func, callee, shared, shared_sig.clone(), extra)
         .expect("a thunk's call takes the member's arguments then the extra ones");
     func
@@ -268,9 +285,11 @@ fn redirect_callers(
             .collect()
     };
     let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
-    let found: Vec<Vec<(FuncRef, FunctionId)>> = parallel::map(&ids, || (), |_, _, &id| {
-        declarations_in(module, &module.function(id).func)
-    });
+    let found: Vec<Vec<(FuncRef, FunctionId)>> = parallel::map(
+        &ids,
+        || (),
+        |_, _, &id| declarations_in(module, &module.function(id).func),
+    );
     let in_inserts: Vec<Vec<(FuncRef, FunctionId)>> = inserts
         .iter()
         .map(|(_, mf)| declarations_in(module, &mf.func))

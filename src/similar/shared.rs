@@ -7,8 +7,7 @@ use super::params::ParamLayout;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
-    AbiParam, ExtFuncData, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode,
-    Value,
+    AbiParam, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Value,
 };
 
 /// Why a group cannot have a shared body (it is left alone).
@@ -46,19 +45,19 @@ pub(super) fn shared_body(
             replace_operand(&mut func, *site, params[*param as usize])?;
         }
     }
+    // The declarations of the member itself now name the shared body (every use is one of the
+    // self-calls: an address of itself would have kept the member out of the group), so no
+    // trace of the member's name is left in the body.
     let signature = func.signature.clone();
     let sig_ref = func.import_signature(signature);
     let own_name = name.to_external(&mut func);
-    let own = func.import_function(ExtFuncData {
-        name: own_name,
-        signature: sig_ref,
-        colocated: true,
-        patchable: false,
-    });
     for call in self_calls {
         let dfg = &mut func.dfg;
         if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
-            *func_ref = own;
+            let ext = &mut dfg.ext_funcs[*func_ref];
+            ext.name = own_name.clone();
+            ext.signature = sig_ref;
+            ext.colocated = true;
             args.extend(params.iter().copied(), &mut dfg.value_lists);
         }
     }
@@ -67,7 +66,11 @@ pub(super) fn shared_body(
 }
 
 /// The instructions of `func` (the function `me`) that call `me` itself.
-fn self_calls(module: &ClifModule, me: FunctionId, func: &Function) -> Result<Vec<Inst>, Unsupported> {
+fn self_calls(
+    module: &ClifModule,
+    me: FunctionId,
+    func: &Function,
+) -> Result<Vec<Inst>, Unsupported> {
     let mut calls = Vec::new();
     for block in func.layout.blocks() {
         for inst in func.layout.block_insts(block) {
@@ -75,7 +78,9 @@ fn self_calls(module: &ClifModule, me: FunctionId, func: &Function) -> Result<Ve
                 continue;
             };
             let ext = &func.dfg.ext_funcs[func_ref];
-            if module.lookup_external(&ext.name, func).and_then(|s| module.resolve_symbol(s))
+            if module
+                .lookup_external(&ext.name, func)
+                .and_then(|s| module.resolve_symbol(s))
                 != Some(me)
             {
                 continue;

@@ -134,8 +134,10 @@ fn similar_stand_ins(
     let mut module: Option<ClifModule> = None;
     for group in groups {
         for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            let (Some(id), Some(shared)) = (original.resolve(&member.name), merged.resolve(&group.shared))
-            else {
+            let (Some(id), Some(shared)) = (
+                original.resolve(&member.name),
+                merged.resolve(&group.shared),
+            ) else {
                 continue;
             };
             let sig = &original.function(id).func.signature;

@@ -1,0 +1,235 @@
+//! The rules of similar merging on small modules: what becomes a parameter, how parameters are
+//! shared and ordered, and what the shared body and its name depend on.
+
+use super::{SimilarGroup, SimilarOptions, merge_similar};
+use crate::merge::{Action, Mode};
+use crate::module::{ClifModule, FuncName};
+use crate::read::{ReadOptions, read_module_text};
+use std::path::Path;
+
+/// Every group that fits merges, whatever it saves.
+fn always() -> SimilarOptions {
+    SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    }
+}
+
+fn read(text: &str) -> ClifModule {
+    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).expect("valid module")
+}
+
+fn merged(text: &str, mode: Mode) -> (ClifModule, Vec<SimilarGroup>) {
+    let mut module = read(text);
+    let groups = merge_similar(&mut module, mode, &always());
+    for mf in module.functions() {
+        let flags = cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder());
+        cranelift_codegen::verify_function(&mf.func, &flags)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", mf.name, mf.func.display()));
+    }
+    (module, groups)
+}
+
+fn shared_text(module: &ClifModule, group: &SimilarGroup) -> String {
+    let id = module
+        .resolve(&group.shared)
+        .expect("the shared body is defined");
+    module.function(id).func.display().to_string()
+}
+
+/// `%NAME` computing `x * A + B` with `C` unused by the others; the constants are the holes.
+fn affine(name: &str, a: i64, b: i64, c: i64) -> String {
+    format!(
+        "function %{name}(i64) -> i64 system_v {{
+        block0(v0: i64):
+            v1 = iconst.i64 {a}
+            v2 = imul v0, v1
+            v3 = iconst.i64 {b}
+            v4 = iadd v2, v3
+            v5 = iconst.i64 {c}
+            v6 = bxor v4, v5
+            return v6
+        }}\n"
+    )
+}
+
+#[test]
+fn a_position_with_one_value_stays_a_constant_and_equal_columns_share_a_parameter() {
+    // `a` and `c` vary together (equal columns), `b` never varies.
+    let text = affine("f", 3, 7, 3) + &affine("g", 5, 7, 5) + &affine("h", 9, 7, 9);
+    let (module, groups) = merged(&text, Mode::Safe);
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].parameters, 1, "one shared parameter for a and c");
+    let body = shared_text(&module, &groups[0]);
+    assert!(body.contains("iconst.i64 7"), "b stays a constant:\n{body}");
+    assert!(
+        body.contains("(i64, i64) -> i64"),
+        "one added parameter:\n{body}"
+    );
+}
+
+#[test]
+fn parameters_follow_their_first_position_and_members_pass_their_values() {
+    let text = affine("f", 3, 10, 20) + &affine("g", 5, 11, 21);
+    let (module, groups) = merged(&text, Mode::Safe);
+    assert_eq!(groups[0].parameters, 3);
+    let values = |name: &str| {
+        let m = groups[0]
+            .members
+            .iter()
+            .find(|m| m.name.to_string() == name)
+            .unwrap();
+        m.arguments
+            .iter()
+            .map(|a| format!("{:?}", a.value))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values("%f"), ["Int(3)", "Int(10)", "Int(20)"]);
+    assert_eq!(values("%g"), ["Int(5)", "Int(11)", "Int(21)"]);
+    let thunk = module.function(module.resolve(&FuncName::parse("%g").unwrap()).unwrap());
+    let text = thunk.func.display().to_string();
+    assert!(
+        text.contains("iconst.i64 5") && text.contains("iconst.i64 21"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_shared_body_and_its_name_depend_on_content_not_on_names_or_order() {
+    let one = affine("f", 3, 10, 20) + &affine("g", 5, 11, 21);
+    let other = affine("zz", 5, 11, 21) + &affine("aa", 3, 10, 20);
+    let (m1, g1) = merged(&one, Mode::Safe);
+    let (m2, g2) = merged(&other, Mode::Safe);
+    assert_eq!(g1[0].shared, g2[0].shared);
+    assert_eq!(shared_text(&m1, &g1[0]), shared_text(&m2, &g2[0]));
+    // Other values of the parameters, the same body and name; a constant that differs, or a
+    // position that stops being a parameter, another body and name.
+    let same = affine("f", 4, 10, 20) + &affine("g", 5, 11, 22);
+    let (_, g3) = merged(&same, Mode::Safe);
+    assert_eq!(g1[0].shared, g3[0].shared);
+    let fewer = affine("f", 3, 10, 20) + &affine("g", 5, 10, 21);
+    let (_, g4) = merged(&fewer, Mode::Safe);
+    let other_constant = affine("f", 3, 12, 20) + &affine("g", 5, 12, 21);
+    let (_, g5) = merged(&other_constant, Mode::Safe);
+    assert_ne!(g1[0].shared, g4[0].shared);
+    assert_ne!(g4[0].shared, g5[0].shared);
+}
+
+#[test]
+fn a_local_member_nobody_takes_the_address_of_is_removed_and_its_callers_pass_its_values() {
+    let caller_text = "function %caller(i64) -> i64 system_v {
+        sig0 = (i64) -> i64 system_v
+        fn0 = colocated %g sig0
+    block0(v0: i64):
+        v1 = call fn0(v0)
+        return v1
+    }\n";
+    let text = format!(
+        "; linkage: %g local\n{}{}{caller_text}",
+        affine("f", 3, 10, 20),
+        affine("g", 5, 11, 21)
+    );
+    let (module, groups) = merged(&text, Mode::Safe);
+    let by = |name: &str| {
+        groups[0]
+            .members
+            .iter()
+            .find(|m| m.name.to_string() == name)
+            .unwrap()
+            .by
+    };
+    assert_eq!((by("%f"), by("%g")), (Action::Thunk, Action::Removed));
+    assert!(module.resolve(&FuncName::parse("%g").unwrap()).is_none());
+    let caller = module.function(
+        module
+            .resolve(&FuncName::parse("%caller").unwrap())
+            .unwrap(),
+    );
+    let caller = caller.func.display().to_string();
+    assert!(caller.contains(&groups[0].shared.to_string()), "{caller}");
+    assert!(
+        !caller.contains("%g "),
+        "no declaration of the removed member is left:\n{caller}"
+    );
+    // In thunks mode nothing is removed.
+    let (_, groups) = merged(&text, Mode::Thunks);
+    assert!(groups[0].members.iter().all(|m| m.by == Action::Thunk));
+}
+
+#[test]
+fn opcodes_offsets_and_imports_never_become_parameters() {
+    let base = affine("f", 3, 10, 20);
+    let isub = affine("g", 5, 11, 21).replace("iadd", "isub");
+    let (_, groups) = merged(&(base.clone() + &isub), Mode::Safe);
+    assert!(groups.is_empty(), "another opcode");
+    let load = |name: &str, offset: u32| {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+            block0(v0: i64):
+                v1 = load.i64 notrap aligned v0+{offset}
+                v2 = iconst.i64 {offset}
+                v3 = iadd v1, v2
+                return v3
+            }}\n"
+        )
+    };
+    let (_, groups) = merged(&(load("f", 8) + &load("g", 16)), Mode::Safe);
+    assert!(groups.is_empty(), "another load offset");
+    let import = |name: &str, callee: &str| {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+                sig0 = (i64) -> i64 system_v
+                fn0 = %{callee} sig0
+            block0(v0: i64):
+                v1 = call fn0(v0)
+                v2 = iconst.i64 {}
+                v3 = iadd v1, v2
+                return v3
+            }}\n",
+            name.len()
+        )
+    };
+    let (_, groups) = merged(&(import("f", "ext1") + &import("gg", "ext2")), Mode::Safe);
+    assert!(groups.is_empty(), "calls to other imports");
+}
+
+#[test]
+fn a_self_recursive_group_calls_its_shared_body_with_the_parameters_passed_through() {
+    let fact = |name: &str, k: i64| {
+        format!(
+            "function %{name}(i64) -> i64 tail {{
+                sig0 = (i64) -> i64 tail
+                fn0 = colocated %{name} sig0
+            block0(v0: i64):
+                brif v0, block1, block2
+            block1:
+                v1 = iconst.i64 1
+                v2 = isub v0, v1
+                v3 = call fn0(v2)
+                v4 = iconst.i64 {k}
+                v5 = iadd v3, v4
+                return v5
+            block2:
+                return v0
+            }}\n"
+        )
+    };
+    let (module, groups) = merged(&(fact("a", 5) + &fact("b", 7)), Mode::Safe);
+    assert_eq!(groups.len(), 1);
+    let body = shared_text(&module, &groups[0]);
+    let shared = groups[0].shared.to_string();
+    assert!(
+        body.contains(&format!("colocated {shared}")),
+        "calls itself:\n{body}"
+    );
+    assert!(!body.contains("%a") && !body.contains("%b"), "{body}");
+}
+
+#[test]
+fn a_second_run_merges_nothing() {
+    let text = affine("f", 3, 10, 20) + &affine("g", 5, 11, 21) + &affine("h", 6, 12, 22);
+    let (module, groups) = merged(&text, Mode::Safe);
+    assert_eq!(groups.len(), 1);
+    let mut again = read(&crate::emit::module_to_clif(&module));
+    assert!(merge_similar(&mut again, Mode::Safe, &always()).is_empty());
+}
