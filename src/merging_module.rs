@@ -21,8 +21,9 @@
 
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::merge::thunk::write_thunk;
-use crate::merge::{Action, MergeReport, MergedClass, Mode, Replacement, merge_module};
+use crate::merge::{Action, MergeReport, MergedClass, Mode, Replacement, merge_module_with};
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use crate::similar::SimilarOptions;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{ExternalName, Function, Signature, UserFuncName};
 use cranelift_codegen::{Context, isa};
@@ -70,7 +71,7 @@ struct Eager {
 
 enum Timing {
     Eager(Box<Eager>),
-    Deferred(Vec<Held>),
+    Deferred(Vec<Held>, Option<SimilarOptions>),
 }
 
 /// A [`Module`] that merges equal functions before they reach the inner module `M`.
@@ -110,7 +111,14 @@ impl<M: Module> MergingModule<M> {
 
     /// Whole-module merging: bodies are kept until [`MergingModule::finish`].
     pub fn deferred(inner: M) -> Self {
-        Self::with_timing(inner, Timing::Deferred(Vec::new()))
+        Self::with_timing(inner, Timing::Deferred(Vec::new(), None))
+    }
+
+    /// Whole-module merging, then similar merging ([`crate::similar`]) as `similar` says:
+    /// shared bodies become anonymous functions of the inner module; a removed similar member
+    /// is still defined, as a thunk passing its values to its shared body.
+    pub fn deferred_similar(inner: M, similar: SimilarOptions) -> Self {
+        Self::with_timing(inner, Timing::Deferred(Vec::new(), Some(similar)))
     }
 
     fn with_timing(inner: M, timing: Timing) -> Self {
@@ -131,9 +139,9 @@ impl<M: Module> MergingModule<M> {
     /// with what was merged.
     pub fn finish(self) -> Result<(M, MergeReport), FinishError> {
         match self.timing {
-            Timing::Deferred(held) => {
+            Timing::Deferred(held, similar) => {
                 let address_in_data = self.address_in_data.into_inner();
-                finish_deferred(self.inner, held, &address_in_data)
+                finish_deferred(self.inner, held, &address_in_data, similar.as_ref())
             }
             Timing::Eager(eager) => Ok((self.inner, eager_report(&eager))),
         }
@@ -232,6 +240,7 @@ fn finish_deferred<M: Module>(
     mut inner: M,
     held: Vec<Held>,
     address_in_data: &FxHashSet<FuncId>,
+    similar: Option<&SimilarOptions>,
 ) -> Result<(M, MergeReport), FinishError> {
     let mut cm = ClifModule::new();
     let mut ids = Vec::with_capacity(held.len());
@@ -241,7 +250,8 @@ fn finish_deferred<M: Module>(
         cm.define(func, linkage, None).map_err(crate::Error::from)?;
         ids.push(id);
     }
-    let (report, _) = merge_module(&mut cm, Mode::Safe);
+    let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
+    let stand_ins = similar_stand_ins(&cm, &report, &ids);
 
     // Private copies (ids past the defined functions) become anonymous functions of the inner
     // module; every body that names them names the new id instead.
@@ -264,7 +274,11 @@ fn finish_deferred<M: Module>(
 
     for (i, &id) in ids.iter().enumerate() {
         let fid = FunctionId::new(i);
-        let func = if cm.is_merged_away(fid) {
+        let func = if let Some(stand_in) = stand_ins.get(&fid) {
+            let mut func = stand_in.clone();
+            rename_callees(&mut func, &renames);
+            func
+        } else if cm.is_merged_away(fid) {
             let kept = report
                 .kept_for(fid)
                 .expect("a merged-away function's body is in another function");
@@ -284,6 +298,40 @@ fn finish_deferred<M: Module>(
         define_in(&mut inner, new_id, func)?;
     }
     Ok((inner, report))
+}
+
+/// A thunk for every member a similar merge removed, calling its shared body with its values:
+/// cranelift-module has no way to leave a declared function undefined.
+/// (Held bodies are `FunctionId`s 0, 1, … of `cm`, in the order of `ids`.)
+fn similar_stand_ins(
+    cm: &ClifModule,
+    report: &MergeReport,
+    ids: &[FuncId],
+) -> FxHashMap<FunctionId, Function> {
+    let mut stand_ins = FxHashMap::default();
+    let Some(groups) = &report.similar else {
+        return stand_ins;
+    };
+    let held: FxHashMap<FuncId, FunctionId> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, FunctionId::new(i)))
+        .collect();
+    for group in groups {
+        let shared = cm.resolve(&group.shared).expect("a shared body is defined");
+        let shared_sig = &cm.function(shared).func.signature;
+        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+            let Some(&fid) = func_id_of(&member.name).and_then(|id| held.get(&id)) else {
+                continue;
+            };
+            let sig = &cm.function(fid).func.signature;
+            stand_ins.insert(
+                fid,
+                crate::similar::stand_in(group, member, sig, shared_sig),
+            );
+        }
+    }
+    stand_ins
 }
 
 /// Eager mode's resolver: a called function already known is compared by the class of the function that
@@ -461,7 +509,7 @@ impl<M: Module> Module for MergingModule<M> {
         let mut body = ctx.func.clone();
         body.name = UserFuncName::user(0, func.as_u32());
         match &mut self.timing {
-            Timing::Deferred(held) => {
+            Timing::Deferred(held, _) => {
                 held.push(Held {
                     id: func,
                     func: body,

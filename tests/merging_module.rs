@@ -352,3 +352,43 @@ fn deferred_object_with_a_private_copy_emits() {
         );
     }
 }
+
+/// `x * k + 1`
+fn mul_k(module: &mut impl Module, id: FuncId, k: i64) {
+    define(module, id, |b, _, x| {
+        let t = b.ins().imul_imm_s(x, k);
+        b.ins().iadd_imm_s(t, 1)
+    });
+}
+
+#[test]
+fn deferred_similar_merges_functions_that_differ_in_constants_and_every_func_id_runs() {
+    let similar = clif_merge::SimilarOptions {
+        min_saving: i64::MIN,
+        ..Default::default()
+    };
+    let mut module = MergingModule::deferred_similar(jit(), similar);
+    let a = declare(&mut module, "a", Linkage::Export);
+    let b = declare(&mut module, "b", Linkage::Local);
+    let c = declare(&mut module, "c", Linkage::Export);
+    let d = declare(&mut module, "d", Linkage::Export);
+    mul_k(&mut module, a, 3);
+    mul_k(&mut module, b, 5);
+    caller(&mut module, c, b);
+    mul_k(&mut module, d, 7);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    let groups = report.similar.as_ref().expect("similar merging ran");
+    assert_eq!(groups.len(), 1, "{report:?}");
+    let removed: Vec<_> = groups[0]
+        .members
+        .iter()
+        .filter(|m| m.by == clif_merge::Action::Removed)
+        .collect();
+    assert_eq!(removed.len(), 1, "the local member is removed: {report:?}");
+    assert_eq!(report.merged, 3);
+    assert_eq!(call(&jit, a, 4), 13);
+    assert_eq!(call(&jit, b, 4), 21, "a removed member stays callable");
+    assert_eq!(call(&jit, c, 4), 26);
+    assert_eq!(call(&jit, d, 4), 29);
+}
