@@ -51,6 +51,7 @@
 //! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
 //! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
 //! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
+//! | [`similar`] | similar merging (`--similar`): functions equal but for constants, symbols or callees share one body with parameters |
 //! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
@@ -59,7 +60,8 @@
 //! | [`error`](Error) | [`Error`]: every step's typed error |
 //!
 //! The essay on *what* is compared and why is in [`compare`](mod@compare); the one on how classes are found
-//! in [`merge`]; the object writer's phases in [`emit::object`].
+//! in [`merge`]; similar merging's rules in [`similar`]; the object writer's phases in
+//! [`emit::object`].
 //!
 //! # Features
 //!
