@@ -7,7 +7,8 @@ use super::params::ParamLayout;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
-    AbiParam, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Value,
+    AbiParam, FuncRef, Function, GlobalValue, GlobalValueData, Inst, InstBuilder, InstructionData,
+    Opcode, Value,
 };
 
 /// Why a group cannot have a shared body (it is left alone).
@@ -40,9 +41,10 @@ pub(super) fn shared_body(
         .params
         .extend(layout.types.iter().map(|&ty| AbiParam::new(ty)));
     let sites = &first.fingerprint.hole_sites;
+    let mut replaced = Vec::new();
     for (site, param) in sites.iter().zip(&layout.param_of_position) {
         if let Some(param) = param {
-            replace_operand(&mut func, *site, params[*param as usize])?;
+            replaced.extend(replace_operand(&mut func, *site, params[*param as usize])?);
         }
     }
     // The declarations of the member itself now name the shared body (every use is one of the
@@ -59,6 +61,19 @@ pub(super) fn shared_body(
             ext.signature = sig_ref;
             ext.colocated = true;
             args.extend(params.iter().copied(), &mut dfg.value_lists);
+        }
+    }
+    // The declarations the parameters replaced are unused now, and Cranelift cannot delete a
+    // declaration: they are renamed to the shared body itself, so that its text names none of
+    // the members' values (and the object refers to no symbol for them).
+    for declaration in replaced {
+        match declaration {
+            Declaration::Function(func_ref) => func.dfg.ext_funcs[func_ref].name = own_name.clone(),
+            Declaration::Global(gv) => {
+                if let GlobalValueData::Symbol { name, .. } = &mut func.global_values[gv] {
+                    *name = own_name.clone();
+                }
+            }
         }
     }
     func.dfg.resolve_all_aliases();
@@ -106,8 +121,25 @@ fn called(func: &Function, inst: Inst) -> Option<cranelift_codegen::ir::FuncRef>
     }
 }
 
-/// Makes the hole of `site` read `param`.
-fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Result<(), Unsupported> {
+/// A declaration a parameter replaced.
+enum Declaration {
+    Function(FuncRef),
+    Global(GlobalValue),
+}
+
+/// Makes the hole of `site` read `param`; says which declaration the site used, if any.
+fn replace_operand(
+    func: &mut Function,
+    site: Inst,
+    param: Value,
+) -> Result<Option<Declaration>, Unsupported> {
+    let replaced = match func.dfg.insts[site] {
+        InstructionData::Call { func_ref, .. } => Some(Declaration::Function(func_ref)),
+        InstructionData::UnaryGlobalValue { global_value, .. } => {
+            Some(Declaration::Global(global_value))
+        }
+        _ => None,
+    };
     match func.dfg.insts[site] {
         InstructionData::Call {
             opcode,
@@ -148,7 +180,7 @@ fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Result<(), 
             alias_result(func, site, result, param);
         }
     }
-    Ok(())
+    Ok(replaced)
 }
 
 /// Removes `site` and makes its `result` another name for `param`.

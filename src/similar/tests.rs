@@ -233,3 +233,49 @@ fn a_second_run_merges_nothing() {
     let mut again = read(&crate::emit::module_to_clif(&module));
     assert!(merge_similar(&mut again, Mode::Safe, &always()).is_empty());
 }
+
+#[test]
+fn callees_and_symbols_become_address_parameters_and_the_body_names_none_of_them() {
+    let member = |name: &str, callee: &str, data: &str| {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+                gv0 = symbol colocated %{data}
+                sig0 = (i64) -> i64 system_v
+                fn0 = colocated %{callee} sig0
+            block0(v0: i64):
+                v1 = call fn0(v0)
+                v2 = symbol_value.i64 gv0
+                v3 = load.i64 notrap aligned v2+8
+                v4 = iadd v1, v3
+                return v4
+            }}\n"
+        )
+    };
+    // The callees are similar too, and merge with each other: their own group.
+    let text = member("f", "g1", "d1")
+        + &member("g", "g2", "d2")
+        + &affine("g1", 1, 2, 3)
+        + &affine("g2", 1, 2, 4);
+    let mut module = read(&text);
+    let groups = merge_similar(&mut module, Mode::Safe, &always());
+    let group = groups
+        .iter()
+        .find(|g| g.members.iter().any(|m| m.name.to_string() == "%f"))
+        .expect("f and g merge");
+    assert_eq!(group.parameters, 2);
+    let body = shared_text(&module, group);
+    for name in ["%g1", "%g2", "%d1", "%d2", "%f", "%g "] {
+        assert!(!body.contains(name), "{name} in\n{body}");
+    }
+    assert!(body.contains("call_indirect"), "{body}");
+    let thunk = module.function(module.resolve(&FuncName::parse("%f").unwrap()).unwrap());
+    let thunk = thunk.func.display().to_string();
+    assert!(
+        thunk.contains("func_addr") && thunk.contains("%g1"),
+        "{thunk}"
+    );
+    assert!(
+        thunk.contains("symbol_value") && thunk.contains("%d1"),
+        "{thunk}"
+    );
+}
