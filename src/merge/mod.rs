@@ -62,7 +62,7 @@ use crate::parallel;
 use crate::partition::{self, Classes};
 use crate::refs::ModuleRefs;
 use crate::similar::SimilarOptions;
-use cranelift_entity::PrimaryMap;
+use cranelift_entity::{PrimaryMap, SecondaryMap};
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
@@ -134,6 +134,16 @@ pub fn find_classes(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> C
 
 /// The classes of equal functions of `module`, and the module's references.
 fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, ModuleRefs) {
+    let (classes, refs, _) = analyse_with_shapes(module, mode, times);
+    (classes, refs)
+}
+
+/// [`analyse`], and the shape hash of every function with a body.
+fn analyse_with_shapes(
+    module: &ClifModule,
+    mode: Mode,
+    times: &mut PassTimes,
+) -> (Classes, ModuleRefs, SecondaryMap<FunctionId, Option<u64>>) {
     let start = Instant::now();
     let resolver = ModuleResolver::new(module, mode);
     let ids: Vec<FunctionId> = (0..module.id_count())
@@ -175,7 +185,7 @@ fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, 
     let hashes = PrimaryMap::from(hashes);
     let classes = partition::refine(&fingerprints, &hashes);
     times.comparing += start.elapsed();
-    (classes, refs)
+    (classes, refs, shapes)
 }
 
 /// Merges every class of equal functions in `module` and says what was done.
@@ -190,23 +200,23 @@ pub fn merge_module_with(
     mode: Mode,
     similar: Option<&SimilarOptions>,
 ) -> (MergeReport, PassTimes) {
-    let (mut report, mut times) = merge_exact(module, mode);
+    let mut times = PassTimes::default();
+    let (classes, refs, shapes) = analyse_with_shapes(module, mode, &mut times);
+    let start = Instant::now();
+    let plan = MergePlan::decide(module, &classes, &refs, mode);
+    let mut report = MergeReport::of_plan(module, &plan);
+    apply(module, &refs, &plan);
+    times.merging += start.elapsed();
     if let Some(options) = similar {
         let start = Instant::now();
-        let groups = crate::similar::merge_similar(module, mode, options);
+        let unchanged = plan.classes.is_empty();
+        let prior = crate::similar::Prior {
+            shapes,
+            refs: unchanged.then_some(refs),
+        };
+        let groups = crate::similar::merge_similar_after(module, mode, options, prior);
         report.add_similar(groups);
         times.similar += start.elapsed();
     }
-    (report, times)
-}
-
-fn merge_exact(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
-    let mut times = PassTimes::default();
-    let (classes, refs) = analyse(module, mode, &mut times);
-    let start = Instant::now();
-    let plan = MergePlan::decide(module, &classes, &refs, mode);
-    let report = MergeReport::of_plan(module, &plan);
-    apply(module, &refs, &plan);
-    times.merging += start.elapsed();
     (report, times)
 }

@@ -9,9 +9,8 @@ use crate::compare::Hole;
 use crate::merge::Mode;
 use crate::merge::policy::can_remove;
 use crate::module::{ClifModule, FunctionId};
-use crate::parallel;
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::{Function, InstructionData};
+use cranelift_codegen::ir::{FuncRef, Function, InstructionData};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 
 /// Groups larger than this are split by the first fit, not by the best saving (which is
@@ -120,46 +119,52 @@ impl Choice<'_> {
 }
 
 /// The direct calls to each function, and the functions some instruction reaches in a way a
-/// rewrite cannot add arguments to (`try_call`).
+/// rewrite cannot add arguments to (`try_call`). Empty where no member can be removed.
+#[derive(Default)]
 pub(super) struct CallUses {
     calls: SecondaryMap<FunctionId, u32>,
     unrewritable: EntitySet<FunctionId>,
 }
 
+/// The calls one function makes: each call instruction's declaration, and whether a rewrite
+/// can add arguments to it (`call`, `return_call`: yes; `try_call`: no).
+pub(super) fn calls_in(func: &Function) -> Vec<(FuncRef, bool)> {
+    let mut found = Vec::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            match func.dfg.insts[inst] {
+                InstructionData::Call { func_ref, .. } => found.push((func_ref, true)),
+                InstructionData::TryCall { func_ref, .. } => found.push((func_ref, false)),
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
 impl CallUses {
-    pub(super) fn of(module: &ClifModule, refs: &ModuleRefs) -> CallUses {
-        let found: Vec<Vec<(FunctionId, bool)>> = parallel::map(
-            module.ids(),
-            || (),
-            |_, _, &id| {
-                let func = &module.function(id).func;
-                let callees = &refs.of_function(id).callees;
-                let mut found = Vec::new();
-                for block in func.layout.blocks() {
-                    for inst in func.layout.block_insts(block) {
-                        let (func_ref, rewritable) = match func.dfg.insts[inst] {
-                            InstructionData::Call { func_ref, .. } => (func_ref, true),
-                            InstructionData::TryCall { func_ref, .. } => (func_ref, false),
-                            _ => continue,
-                        };
-                        let callee =
-                            callees[func_ref.index()].and_then(|s| module.resolve_symbol(s));
-                        if let Some(callee) = callee {
-                            found.push((callee, rewritable));
-                        }
-                    }
-                }
-                found
-            },
-        );
+    /// The uses of every function, from the [`calls_in`] of each function of the layout, in
+    /// order.
+    pub(super) fn of(
+        module: &ClifModule,
+        refs: &ModuleRefs,
+        calls: &[Vec<(FuncRef, bool)>],
+    ) -> CallUses {
         let mut uses = CallUses {
             calls: SecondaryMap::with_capacity(module.id_count()),
             unrewritable: EntitySet::with_capacity(module.id_count()),
         };
-        for (callee, rewritable) in found.into_iter().flatten() {
-            uses.calls[callee] += 1;
-            if !rewritable {
-                uses.unrewritable.insert(callee);
+        for (&id, calls) in module.ids().iter().zip(calls) {
+            let callees = &refs.of_function(id).callees;
+            for &(func_ref, rewritable) in calls {
+                let symbol = callees[func_ref.index()];
+                let Some(callee) = symbol.and_then(|s| module.resolve_symbol(s)) else {
+                    continue;
+                };
+                uses.calls[callee] += 1;
+                if !rewritable {
+                    uses.unrewritable.insert(callee);
+                }
             }
         }
         uses

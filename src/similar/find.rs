@@ -6,7 +6,7 @@ use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function, Opcode};
-use cranelift_entity::EntityRef;
+use cranelift_entity::{EntityRef, SecondaryMap};
 use rustc_hash::FxHashMap;
 
 /// Every kind of operand that may become a parameter.
@@ -102,7 +102,13 @@ fn passes_constants(func: &Function) -> bool {
 
 /// The groups of two or more candidates whose fingerprints with holes are equal, each sorted by
 /// its members' hole values, the groups in no particular order.
-pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<Member>> {
+/// `shapes` holds the shape hash of every function with a body (see
+/// [`FingerprintWriter::shape_hash`]).
+pub(super) fn similar_groups(
+    module: &ClifModule,
+    refs: &ModuleRefs,
+    shapes: &SecondaryMap<FunctionId, Option<u64>>,
+) -> Vec<Vec<Member>> {
     let candidates: Vec<FunctionId> = module
         .ids()
         .iter()
@@ -111,9 +117,10 @@ pub(super) fn similar_groups(module: &ClifModule, refs: &ModuleRefs) -> Vec<Vec<
         .collect();
     // Similar functions have the same shape (the shape hash reads no operand), so only functions
     // that share a shape need their fingerprint written.
-    let shapes: Vec<u64> = parallel::map(&candidates, FingerprintWriter::new, |w, _, &id| {
-        w.shape_hash(&module.function(id).func)
-    });
+    let shapes: Vec<u64> = candidates
+        .iter()
+        .map(|&id| shapes[id].expect("a function with a body has a shape"))
+        .collect();
     let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
     for &shape in &shapes {
         *shape_count.entry(shape).or_default() += 1;

@@ -68,6 +68,7 @@ mod tests;
 
 pub use cost::{CostModel, GroupShape, RegisterBudget};
 pub use params::POINTER;
+pub use rewrite::Prior;
 
 use crate::merge::callsite::ExtraArgument;
 use crate::merge::{Action, Mode};
@@ -143,5 +144,15 @@ pub fn merge_similar(
     mode: Mode,
     options: &SimilarOptions,
 ) -> Vec<SimilarGroup> {
-    rewrite::merge_similar(module, mode, options)
+    rewrite::merge_similar(module, mode, options, None)
+}
+
+/// [`merge_similar`] right after the exact merge, reusing what it found of the module.
+pub(crate) fn merge_similar_after(
+    module: &mut ClifModule,
+    mode: Mode,
+    options: &SimilarOptions,
+    prior: rewrite::Prior,
+) -> Vec<SimilarGroup> {
+    rewrite::merge_similar(module, mode, options, Some(prior))
 }

@@ -2,19 +2,20 @@
 //! turn members into thunks or remove them, and make the callers of removed members call the
 //! shared body with the members' values.
 
-use super::choose::{CallUses, Choice, needs_symbol, removable};
+use super::choose::{CallUses, Choice, calls_in, needs_symbol, removable};
 use super::find::{Member, similar_groups};
 use super::params::ParamLayout;
-use super::shared::shared_body;
+use super::shared;
 use super::{SimilarGroup, SimilarMember, SimilarOptions};
+use crate::compare::FingerprintWriter;
 use crate::compare::Hole;
 use crate::merge::callsite::{ExtraArgument, redirect_declaration};
-use crate::merge::thunk::write_thunk;
+use crate::merge::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
 use crate::merge::{Action, Mode};
 use crate::module::{ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 use crate::parallel;
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::{FuncRef, Function, InstructionData, Signature};
+use cranelift_codegen::ir::{FuncRef, Function, Inst, InstructionData, Signature};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -25,20 +26,37 @@ struct Planned {
     /// For each parameter that is a callee, the callee's signature.
     callee_signatures: Vec<Option<Signature>>,
     name: FuncName,
-    body: Function,
+    /// The first member's calls to itself.
+    self_calls: Vec<Inst>,
 }
 
 pub(super) fn merge_similar(
     module: &mut ClifModule,
     mode: Mode,
     options: &SimilarOptions,
+    prior: Option<Prior>,
 ) -> Vec<SimilarGroup> {
-    let refs = ModuleRefs::of(module);
-    let groups = similar_groups(module, &refs);
+    let (refs, shapes) = refs_and_shapes(module, prior);
+    let groups = similar_groups(module, &refs, &shapes);
     if groups.is_empty() {
         return Vec::new();
     }
-    let uses = CallUses::of(module, &refs);
+    // Calls are counted only where they matter: for members that may be removed.
+    let removable_member = mode != Mode::Thunks
+        && groups
+            .iter()
+            .flatten()
+            .any(|m| module.function(m.id).linkage == crate::module::SymbolLinkage::Local);
+    let uses = if removable_member {
+        let calls = parallel::map(
+            module.ids(),
+            || (),
+            |_, _, &id| calls_in(&module.function(id).func),
+        );
+        CallUses::of(module, &refs, &calls)
+    } else {
+        CallUses::default()
+    };
     let needs = needs_symbol(module, &refs, &uses, &groups);
     let choice = Choice {
         module,
@@ -57,19 +75,58 @@ pub(super) fn merge_similar(
     apply(module, mode, accepted, &needs)
 }
 
-/// The layout and the shared body of a chosen group; None when the body cannot be written.
+/// What the exact merge already knows of the module it leaves: the shape hash of every function
+/// it hashed (a merge changes callees, never shapes), and its references when it changed nothing.
+pub struct Prior {
+    /// Shape hashes by id (functions the exact merge made, such as private copies, have none).
+    pub shapes: SecondaryMap<FunctionId, Option<u64>>,
+    /// The module's references, when the exact merge left the module as it was.
+    pub refs: Option<ModuleRefs>,
+}
+
+/// The module's references and the shape of every function with a body, from `prior` where it
+/// holds them.
+fn refs_and_shapes(
+    module: &ClifModule,
+    prior: Option<Prior>,
+) -> (ModuleRefs, SecondaryMap<FunctionId, Option<u64>>) {
+    let (refs, mut shapes) = match prior {
+        Some(Prior {
+            shapes,
+            refs: Some(refs),
+        }) => (refs, shapes),
+        Some(Prior { shapes, refs: None }) => (ModuleRefs::of(module), shapes),
+        None => ModuleRefs::of_with(module, FingerprintWriter::new, |w, func| w.shape_hash(func)),
+    };
+    let missing: Vec<FunctionId> = module
+        .ids()
+        .iter()
+        .copied()
+        .filter(|&id| shapes.get(id).copied().flatten().is_none())
+        .collect();
+    let computed = parallel::map(&missing, FingerprintWriter::new, |w, _, &id| {
+        w.shape_hash(&module.function(id).func)
+    });
+    for (id, shape) in missing.into_iter().zip(computed) {
+        shapes[id] = Some(shape);
+    }
+    (refs, shapes)
+}
+
+/// The layout, name and self-calls of a chosen group; None when its shared body cannot be
+/// written.
 fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
     let first = &module.function(members[0].id).func;
     let layout = ParamLayout::of(&members, first);
     let callee_signatures = callee_signatures(first, &members[0], &layout);
     let name = content_name(&members[0], &layout);
-    let body = shared_body(module, &members, &layout, &name).ok()?;
+    let self_calls = shared::check(module, &members[0], &layout).ok()?;
     Some(Planned {
         members,
         layout,
         callee_signatures,
         name,
-        body,
+        self_calls,
     })
 }
 
@@ -193,7 +250,20 @@ fn apply(
         FxHashMap::default();
     let mut inserts = Vec::with_capacity(accepted.len());
     for p in &accepted {
-        let shared_sig = p.body.signature.clone();
+        // The first member's body becomes the shared body (moved, not copied); each member that
+        // stays becomes a thunk in its own function's memory.
+        let first = &mut module.function_mut(p.members[0].id).func;
+        let body = std::mem::replace(
+            first,
+            Function::with_name_signature(first.name.clone(), first.signature.clone()),
+        );
+        let body = shared::shared_body(body, &p.members[0], &p.self_calls, &p.layout, &p.name);
+        let shared_sig = body.signature.clone();
+        let before = p
+            .members
+            .iter()
+            .map(|m| m.id)
+            .min_by_key(|&id| position[id]);
         let mut members = Vec::with_capacity(p.members.len());
         for (m, member) in p.members.iter().enumerate() {
             let args = arguments(p, m);
@@ -206,7 +276,7 @@ fn apply(
                 Action::Removed
             } else {
                 let mf = module.function_mut(member.id);
-                mf.func = member_thunk(&mf.name, &mf.func.signature, &p.name, &shared_sig, &args);
+                rewrite_as_member_thunk(&mut mf.func, &mf.name, &p.name, &shared_sig, &args);
                 Action::Thunk
             };
             members.push(SimilarMember {
@@ -221,16 +291,9 @@ fn apply(
             parameters: p.layout.count(),
             members,
         });
-    }
-    for p in accepted {
-        let before = p
-            .members
-            .iter()
-            .map(|m| m.id)
-            .min_by_key(|&id| position[id]);
         let shared = ModuleFunction {
-            name: p.name,
-            func: p.body,
+            name: p.name.clone(),
+            func: body,
             linkage: SymbolLinkage::Local,
             origin: None,
         };
@@ -242,6 +305,30 @@ fn apply(
     module.update(gone, inserts, Vec::new());
     report.sort_by(|a, b| a.shared.cmp(&b.shared));
     report
+}
+
+/// Replaces `func`, the body of `g`, by [`member_thunk`]'s, reusing its memory when it is not
+/// large (as the exact merge does).
+fn rewrite_as_member_thunk(
+    func: &mut Function,
+    g: &FuncName,
+    shared: &FuncName,
+    shared_sig: &Signature,
+    extra: &[ExtraArgument],
+) {
+    if func.dfg.num_insts() > REUSE_MAX_INSTS {
+        *func = member_thunk(g, &func.signature, shared, shared_sig, extra);
+        return;
+    }
+    rewrite_as_thunk(func, g, shared);
+    let callee = func
+        .dfg
+        .ext_funcs
+        .keys()
+        .next()
+        .expect("a thunk declares its callee");
+    redirect_declaration(func, callee, shared, shared_sig.clone(), extra)
+        .expect("a thunk's call takes the member's arguments then the extra ones");
 }
 
 /// A thunk named `g` with signature `sig` that calls `shared` with its arguments and `extra`.

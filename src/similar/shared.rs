@@ -20,16 +20,38 @@ pub(super) enum Unsupported {
     SelfCallInstruction,
 }
 
-/// The shared body of `members` under `name`, from `members[0]`'s function.
-pub(super) fn shared_body(
+/// Whether `first`'s body can become a shared body with `layout`; its calls to itself.
+pub(super) fn check(
     module: &ClifModule,
-    members: &[Member],
+    first: &Member,
+    layout: &ParamLayout,
+) -> Result<Vec<Inst>, Unsupported> {
+    let func = &module.function(first.id).func;
+    let sites = &first.fingerprint.hole_sites;
+    for (&site, param) in sites.iter().zip(&layout.param_of_position) {
+        let supported = match func.dfg.insts[site] {
+            InstructionData::Call { opcode, .. } => {
+                matches!(opcode, Opcode::Call | Opcode::ReturnCall)
+            }
+            InstructionData::TryCall { .. } => false,
+            _ => true,
+        };
+        if param.is_some() && !supported {
+            return Err(Unsupported::CalleeInstruction);
+        }
+    }
+    self_calls(module, first.id, func)
+}
+
+/// The shared body under `name`, made of `func`, the body of `first` (taken from it: the member
+/// becomes a thunk); `self_calls` are its calls to itself ([`check`]'s).
+pub(super) fn shared_body(
+    mut func: Function,
+    first: &Member,
+    self_calls: &[Inst],
     layout: &ParamLayout,
     name: &FuncName,
-) -> Result<Function, Unsupported> {
-    let first = &members[0];
-    let mut func = module.function(first.id).func.clone();
-    let self_calls = self_calls(module, first.id, &func)?;
+) -> Function {
     func.name = name.to_user_func_name();
     let entry = func.layout.entry_block().expect("candidates have a body");
     let params: Vec<Value> = layout
@@ -44,7 +66,7 @@ pub(super) fn shared_body(
     let mut replaced = Vec::new();
     for (site, param) in sites.iter().zip(&layout.param_of_position) {
         if let Some(param) = param {
-            replaced.extend(replace_operand(&mut func, *site, params[*param as usize])?);
+            replaced.extend(replace_operand(&mut func, *site, params[*param as usize]));
         }
     }
     // The declarations of the member itself now name the shared body (every use is one of the
@@ -53,7 +75,7 @@ pub(super) fn shared_body(
     let signature = func.signature.clone();
     let sig_ref = func.import_signature(signature);
     let own_name = name.to_external(&mut func);
-    for call in self_calls {
+    for &call in self_calls {
         let dfg = &mut func.dfg;
         if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
             let ext = &mut dfg.ext_funcs[*func_ref];
@@ -77,7 +99,7 @@ pub(super) fn shared_body(
         }
     }
     func.dfg.resolve_all_aliases();
-    Ok(func)
+    func
 }
 
 /// The instructions of `func` (the function `me`) that call `me` itself.
@@ -127,12 +149,9 @@ enum Declaration {
     Global(GlobalValue),
 }
 
-/// Makes the hole of `site` read `param`; says which declaration the site used, if any.
-fn replace_operand(
-    func: &mut Function,
-    site: Inst,
-    param: Value,
-) -> Result<Option<Declaration>, Unsupported> {
+/// Makes the hole of `site` read `param`; says which declaration the site used, if any. The
+/// site was [`check`]ed.
+fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Option<Declaration> {
     let replaced = match func.dfg.insts[site] {
         InstructionData::Call { func_ref, .. } => Some(Declaration::Function(func_ref)),
         InstructionData::UnaryGlobalValue { global_value, .. } => {
@@ -156,7 +175,9 @@ fn replace_operand(
                     func.replace(site)
                         .return_call_indirect(sig_ref, param, &args);
                 }
-                _ => return Err(Unsupported::CalleeInstruction),
+                _ => {
+                    unreachable!("checked: a parameterized callee is called by call or return_call")
+                }
             }
         }
         InstructionData::UnaryGlobalValue { global_value, .. } => {
@@ -174,13 +195,12 @@ fn replace_operand(
                 pos.func.replace(site).iadd(param, offset);
             }
         }
-        InstructionData::TryCall { .. } => return Err(Unsupported::CalleeInstruction),
         _ => {
             let result = func.dfg.first_result(site);
             alias_result(func, site, result, param);
         }
     }
-    Ok(replaced)
+    replaced
 }
 
 /// Removes `site` and makes its `result` another name for `param`.
