@@ -20,7 +20,8 @@ use common::generator as _;
 
 use clif_merge::verify::{Outcome, VerifyOptions, VerifyReport, run_function, verify_merge};
 use clif_merge::{
-    Action, ClifModule, FuncName, MergeReport, Mode, SymbolLinkage, emit, merge_module,
+    Action, ClifModule, FuncName, MergeReport, Mode, SimilarOptions, SymbolLinkage, emit,
+    merge_module, merge_module_with,
 };
 use common::modgen::{DEPTH_MASK, ModGenConfig, generate_module};
 use cranelift_codegen::data_value::DataValue;
@@ -762,4 +763,167 @@ fn cli_verify_passes_on_every_filetest() {
         checked_functions > 200,
         "{checked_functions} functions checked"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (d) Similar merging: the same generated modules (near-copies differing in one `iconst`,
+// copies calling other callees, self- and mutual recursion, every linkage), merged with
+// `--similar` forced on every group that fits.
+
+fn merged_similar(original: &ClifModule, mode: Mode) -> (ClifModule, MergeReport) {
+    let mut m = original.clone();
+    let similar = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    let (report, _) = merge_module_with(&mut m, mode, Some(&similar));
+    (m, report)
+}
+
+/// `merged` with a stand-in for every member the similar merge removed (a thunk passing its
+/// values to the shared body), so that every original name can be called.
+fn with_stand_ins(original: &ClifModule, merged: &ClifModule, report: &MergeReport) -> ClifModule {
+    let mut out = merged.clone();
+    for group in report.similar.iter().flatten() {
+        let shared = merged.resolve(&group.shared).expect("a shared body");
+        let shared_sig = &merged.function(shared).func.signature;
+        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+            // A private copy the exact merge made has no original to stand in for.
+            let Some(id) = original.resolve(&member.name) else {
+                continue;
+            };
+            let sig = &original.function(id).func.signature;
+            let func = clif_merge::similar::stand_in(group, member, sig, shared_sig);
+            out.define(func, SymbolLinkage::Local, None).unwrap();
+        }
+    }
+    out
+}
+
+#[derive(Default)]
+struct SimilarTotals {
+    groups: usize,
+    members: usize,
+    removed: usize,
+    thunks: usize,
+    parameters: usize,
+}
+
+impl SimilarTotals {
+    fn add(&mut self, report: &MergeReport) {
+        for group in report.similar.iter().flatten() {
+            self.groups += 1;
+            self.parameters += group.parameters;
+            for m in &group.members {
+                self.members += 1;
+                match m.by {
+                    Action::Removed => self.removed += 1,
+                    _ => self.thunks += 1,
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
+    let n = cases(30);
+    let cfg = ModGenConfig::interpreter();
+    let options = test_options();
+    let mut seeds = Seeds(0x5111_1a40_5eed_0003);
+    let mut totals = SimilarTotals::default();
+    let mut thunks_mode_removed = 0;
+    let mut failures = Vec::new();
+    for case in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let original = gm.module();
+        for mode in MODES {
+            let (merged, report) = merged_similar(&original, mode);
+            for mf in merged.functions() {
+                let flags = settings::Flags::new(settings::builder());
+                cranelift_codegen::verify_function(&mf.func, &flags)
+                    .unwrap_or_else(|e| panic!("case {case}: {}: {e}", mf.name));
+            }
+            let v = verify_merge(&original, &merged, &report, &options);
+            totals.add(&report);
+            if mode == Mode::Thunks {
+                thunks_mode_removed += report.removed();
+            }
+            if !v.is_ok() && failures.len() < 2 {
+                failures.push(failure_text(
+                    &format!("similar, case {case}"),
+                    mode,
+                    &original,
+                    &merged,
+                    &v,
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "differential (interpreter, similar): {n} modules x 3 modes: {} groups, {} members \
+         ({} removed, {} thunks), {} parameters",
+        totals.groups, totals.members, totals.removed, totals.thunks, totals.parameters
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(totals.groups >= n, "only {} similar groups", totals.groups);
+    assert!(totals.removed >= n / 4, "only {} removed members", totals.removed);
+    assert!(totals.thunks >= n, "only {} thunk members", totals.thunks);
+    assert_eq!(thunks_mode_removed, 0, "thunks mode removes nothing");
+}
+
+#[test]
+fn similar_merged_generated_modules_behave_the_same_natively() {
+    let n = cases(16);
+    let isa = host_isa();
+    let cfg = ModGenConfig::native(isa.default_call_conv());
+    let mut seeds = Seeds(0x5111_1a40_0a71_0e04);
+    let mut totals = SimilarTotals::default();
+    let mut calls = 0usize;
+    for case in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let original = gm.module();
+        let native_original = Jit::compile(&original, isa.clone());
+        let mut tuples: Vec<(FuncName, Vec<i64>, i64)> = Vec::new();
+        for mf in original.functions() {
+            let params = mf.func.signature.params.len();
+            for run in 0..8 {
+                let args = native_args(params, run, &mut seeds);
+                let result = native_original.call(&mf.name, &args);
+                tuples.push((mf.name.clone(), args, result));
+            }
+        }
+        for mode in MODES {
+            let (merged, report) = merged_similar(&original, mode);
+            totals.add(&report);
+            let runnable = with_stand_ins(&original, &merged, &report);
+            let native_merged = Jit::compile(&runnable, isa.clone());
+            for (name, args, expected) in &tuples {
+                let target = match report.similar.iter().flatten().any(|g| {
+                    g.members.iter().any(|m| &m.name == name)
+                }) {
+                    true => name.clone(),
+                    false => counterpart(&merged, &report, name),
+                };
+                let got = native_merged.call(&target, args);
+                calls += 1;
+                assert_eq!(
+                    got,
+                    *expected,
+                    "case {case}, mode {}: {name}{args:?}: original {expected}, merged {got}\n\
+                     --- original ---\n{}--- merged ---\n{}",
+                    mode.keyword(),
+                    emit::module_to_clif(&original),
+                    emit::module_to_clif(&merged)
+                );
+            }
+        }
+    }
+    eprintln!(
+        "differential (native, similar): {n} modules, {calls} calls compared, {} groups, {} \
+         members ({} removed)",
+        totals.groups, totals.members, totals.removed
+    );
+    assert!(totals.groups >= n, "only {} similar groups", totals.groups);
+    assert!(totals.removed >= 1, "no member was removed");
 }
