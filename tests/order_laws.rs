@@ -663,3 +663,68 @@ fn generated_modules_have_calls_between_functions_and_classes() {
         "{with_refinement}/60 modules where the refinement splits"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Similar merging: a field that may not become a parameter keeps two functions apart.
+
+/// `func` under the testcase name `name`.
+fn named(func: &Function, name: &str) -> Function {
+    let mut f = func.clone();
+    f.name = UserFuncName::testcase(name);
+    f
+}
+
+/// Whether `%a` and `%b`, alone in a module, end up merged with `--similar` forced on every
+/// group that fits (exactly or as similar functions).
+fn merge_with_similar(a: &Function, b: &Function) -> bool {
+    let mut module = ClifModule::new();
+    module
+        .define(named(a, "a"), SymbolLinkage::Export, None)
+        .unwrap();
+    module
+        .define(named(b, "b"), SymbolLinkage::Export, None)
+        .unwrap();
+    let similar = clif_merge::SimilarOptions {
+        min_saving: i64::MIN,
+        ..Default::default()
+    };
+    let (report, _) = clif_merge::merge_module_with(&mut module, Mode::Safe, Some(&similar));
+    report.merged > 0
+}
+
+/// Mutations of every kind that may not become a parameter never merge, with similar merging;
+/// integer and float constants do (the law is not vacuous).
+#[test]
+fn with_similar_merging_only_constants_may_differ() {
+    let merged_constants = Cell::new(0usize);
+    for kind in ALL_KINDS {
+        let mut runner = TestRunner::new(config());
+        let applied = Cell::new(0usize);
+        let result = runner.run(&(choices(600), choices(64)), |(data, aux)| {
+            let base = generate(&data, &GenConfig::default());
+            let mut ch = Choices::new(&aux);
+            let Some(m) = mutate_one_field(&base, kind, &mut ch) else {
+                return Ok(());
+            };
+            if canonical(&base) == canonical(&m) {
+                return Ok(());
+            }
+            applied.set(applied.get() + 1);
+            let merged = merge_with_similar(&base, &m);
+            if matches!(kind, Kind::IntImmediate | Kind::FloatImmediate) {
+                merged_constants.set(merged_constants.get() + merged as usize);
+            } else {
+                prop_assert!(!merged, "{:?} mutation merged\n{}", kind, show(&base, &m));
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{kind:?}: {e}");
+        }
+        assert!(applied.get() > 0, "{kind:?} never applied");
+    }
+    assert!(
+        merged_constants.get() > 0,
+        "no function differing in a constant merged"
+    );
+}
