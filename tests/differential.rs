@@ -867,7 +867,11 @@ fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(totals.groups >= n, "only {} similar groups", totals.groups);
-    assert!(totals.removed >= n / 4, "only {} removed members", totals.removed);
+    assert!(
+        totals.removed >= n / 4,
+        "only {} removed members",
+        totals.removed
+    );
     assert!(totals.thunks >= n, "only {} thunk members", totals.thunks);
     assert_eq!(thunks_mode_removed, 0, "thunks mode removes nothing");
 }
@@ -899,9 +903,12 @@ fn similar_merged_generated_modules_behave_the_same_natively() {
             let runnable = with_stand_ins(&original, &merged, &report);
             let native_merged = Jit::compile(&runnable, isa.clone());
             for (name, args, expected) in &tuples {
-                let target = match report.similar.iter().flatten().any(|g| {
-                    g.members.iter().any(|m| &m.name == name)
-                }) {
+                let target = match report
+                    .similar
+                    .iter()
+                    .flatten()
+                    .any(|g| g.members.iter().any(|m| &m.name == name))
+                {
                     true => name.clone(),
                     false => counterpart(&merged, &report, name),
                 };

@@ -39,7 +39,8 @@ use clif_merge::emit::object::{
 use clif_merge::read::read_files;
 use clif_merge::refs::{FunctionRefs, ModuleRefs};
 use clif_merge::{
-    Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SymbolLinkage, merge_module,
+    Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SimilarOptions, SymbolLinkage,
+    merge_module, merge_module_with,
 };
 use cranelift_codegen::ir::{self, InstructionData, types};
 use cranelift_codegen::isa::CallConv;
@@ -269,14 +270,20 @@ fn build_reference(module: &ClifModule, triple: &str, function_sections: bool) -
 }
 
 fn build_merged(module: &ClifModule, mode: Mode, triple: &str, function_sections: bool) -> Built {
+    build_merged_with(module, mode, triple, function_sections, None)
+}
+
+/// [`build_merged`], with similar merging when `similar` says so.
+fn build_merged_with(
+    module: &ClifModule,
+    mode: Mode,
+    triple: &str,
+    function_sections: bool,
+    similar: Option<&SimilarOptions>,
+) -> Built {
     let mut merged = module.clone();
-    let (report, _) = merge_module(&mut merged, mode);
-    let removed = report
-        .classes
-        .iter()
-        .flat_map(|c| &c.replaced)
-        .filter(|r| r.by == Action::Removed)
-        .count();
+    let (report, _) = merge_module_with(&mut merged, mode, similar);
+    let removed = report.removed();
     let object = write_object(
         &merged,
         removed,
@@ -893,7 +900,49 @@ fn assert_same_lines(reference: &[String], merged: &[String], context: &str) {
 
 /// The whole proof for one module, mode and architecture: compile, check the symbols, link,
 /// run, compare.
+/// What a similar merge promises of the object: groups were merged, and in `safe` and `aliases`
+/// modes a removed member has no symbol, while every member kept as a thunk has one.
+fn check_similar_symbols(built: &Built, mode: Mode) {
+    let groups = built.report.similar.as_ref().expect("similar merging ran");
+    let file = object::File::parse(&*built.object.bytes).unwrap();
+    for member in groups.iter().flat_map(|g| &g.members) {
+        let symbol = symbol_name(&member.name);
+        let present = has_any_symbol(&file, &symbol);
+        match member.by {
+            Action::Removed => {
+                assert_ne!(mode, Mode::Thunks, "{symbol}: thunks mode removes nothing");
+                assert!(!present, "{symbol} was removed but has a symbol");
+            }
+            _ => assert!(present, "{symbol} is a thunk but has no symbol"),
+        }
+    }
+}
+
 fn link_and_run_case(module_name: &str, mode: Mode, arch: Arch) {
+    link_and_run_case_with(module_name, mode, arch, None);
+}
+
+/// Similar merging forced on every group that fits.
+fn forced_similar() -> SimilarOptions {
+    SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    }
+}
+
+/// [`link_and_run_case`] with similar merging: the same runs must print the same, every
+/// similar group is in the report, and a removed member has no symbol. (The exact merge's
+/// symbol checks do not apply: similar thunks pass constants.)
+fn link_and_run_similar_case(module_name: &str, mode: Mode, arch: Arch) {
+    link_and_run_case_with(module_name, mode, arch, Some(&forced_similar()));
+}
+
+fn link_and_run_case_with(
+    module_name: &str,
+    mode: Mode,
+    arch: Arch,
+    similar: Option<&SimilarOptions>,
+) {
     let Some(tc) = toolchain(arch) else {
         return;
     };
@@ -918,7 +967,7 @@ fn link_and_run_case(module_name: &str, mode: Mode, arch: Arch) {
     for function_sections in [false, true] {
         let fs = if function_sections { "fs" } else { "nofs" };
         let reference = build_reference(&module, triple, function_sections);
-        let built = build_merged(&module, mode, triple, function_sections);
+        let built = build_merged_with(&module, mode, triple, function_sections, similar);
         for (ov, driver) in &drivers {
             let variant = if *ov { "override" } else { "plain" };
             let context = format!(
@@ -970,7 +1019,17 @@ fn link_and_run_case(module_name: &str, mode: Mode, arch: Arch) {
         }
         // The objects behave; now what they say about themselves.
         check_reference(&module, &reference);
-        check_symbols(&module, &built, mode, arch, function_sections);
+        if similar.is_none() {
+            check_symbols(&module, &built, mode, arch, function_sections);
+        } else {
+            check_similar_symbols(&built, mode);
+            // The module written for similar merging has a group of every kind.
+            let groups = built.report.similar.as_ref().map_or(0, Vec::len);
+            assert!(
+                module_name != "similar" || groups >= 6,
+                "{groups} similar groups"
+            );
+        }
     }
 }
 
@@ -1669,6 +1728,16 @@ macro_rules! cases {
 }
 
 cases! {
+    similar_safe_x86_64 => link_and_run_similar_case("similar", Mode::Safe, Arch::X86_64);
+    similar_safe_aarch64 => link_and_run_similar_case("similar", Mode::Safe, Arch::Aarch64);
+    similar_aliases_x86_64 => link_and_run_similar_case("similar", Mode::Aliases, Arch::X86_64);
+    similar_aliases_aarch64 => link_and_run_similar_case("similar", Mode::Aliases, Arch::Aarch64);
+    similar_thunks_x86_64 => link_and_run_similar_case("similar", Mode::Thunks, Arch::X86_64);
+    similar_thunks_aarch64 => link_and_run_similar_case("similar", Mode::Thunks, Arch::Aarch64);
+    recursion_similar_safe_x86_64 => link_and_run_similar_case("recursion", Mode::Safe, Arch::X86_64);
+    recursion_similar_aliases_aarch64 => link_and_run_similar_case("recursion", Mode::Aliases, Arch::Aarch64);
+    duplicates_similar_safe_x86_64 => link_and_run_similar_case("duplicates", Mode::Safe, Arch::X86_64);
+    tail_similar_safe_aarch64 => link_and_run_similar_case("tail", Mode::Safe, Arch::Aarch64);
     duplicates_safe_x86_64 => link_and_run_case("duplicates", Mode::Safe, Arch::X86_64);
     duplicates_safe_aarch64 => link_and_run_case("duplicates", Mode::Safe, Arch::Aarch64);
     duplicates_safe_macho_x86_64 => macho_case("duplicates", Mode::Safe, Arch::X86_64);
