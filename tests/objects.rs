@@ -40,7 +40,7 @@ use clif_merge::read::read_files;
 use clif_merge::refs::{FunctionRefs, ModuleRefs};
 use clif_merge::{
     Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SimilarOptions, SymbolLinkage,
-    merge_module, merge_module_with,
+    merge_module_with,
 };
 use cranelift_codegen::ir::{self, InstructionData, types};
 use cranelift_codegen::isa::CallConv;
