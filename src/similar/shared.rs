@@ -72,10 +72,11 @@ pub(super) fn shared_body(
     // The declarations of the member itself now name the shared body (every use is one of the
     // self-calls: an address of itself would have kept the member out of the group), so no
     // trace of the member's name is left in the body.
-    let signature = func.signature.clone();
-    let sig_ref = func.import_signature(signature);
     let own_name = name.to_external(&mut func);
+    let signature = func.signature.clone();
+    let sig_ref = (!self_calls.is_empty()).then(|| func.import_signature(signature));
     for &call in self_calls {
+        let sig_ref = sig_ref.expect("imported for the self-calls");
         let dfg = &mut func.dfg;
         if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
             let ext = &mut dfg.ext_funcs[*func_ref];
