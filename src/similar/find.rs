@@ -34,34 +34,43 @@ struct SimilarResolver<'r> {
     callees: &'r [Option<Symbol>],
 }
 
-impl SimilarResolver<'_> {
-    fn key(&self, symbol: Option<Symbol>, kind: RefKind) -> NameKey {
-        let Some(symbol) = symbol else {
-            return NameKey::Identity;
-        };
-        let preemptible = match symbol {
-            Symbol::Function(id) => self.module.function(id).linkage.is_preemptible(),
-            Symbol::Alias(i) => self.module.aliases()[i].linkage.is_preemptible(),
-        };
-        match (kind, self.module.resolve_symbol(symbol)) {
-            _ if preemptible => NameKey::Identity,
-            (RefKind::Call, Some(id)) if id == self.me => NameKey::Class(id),
-            (RefKind::Call, Some(_)) => NameKey::Hole,
-            _ => NameKey::Identity,
-        }
+/// How `me` sees a reference of `kind` to `symbol` (None: not a module symbol) through a
+/// declaration that is `patchable` or not: the rule of [`SimilarResolver`], shared with the
+/// shared body's writer, which must call itself exactly where the fingerprint saw `me`.
+pub(super) fn callee_key(
+    module: &ClifModule,
+    me: FunctionId,
+    symbol: Option<Symbol>,
+    kind: RefKind,
+    patchable: bool,
+) -> NameKey {
+    let Some(symbol) = symbol.filter(|_| !patchable) else {
+        return NameKey::Identity;
+    };
+    // A preemptible symbol may be another definition at run time, even when it names `me`
+    // (a preemptible alias of it): never a self-reference, never a parameter.
+    let preemptible = match symbol {
+        Symbol::Function(id) => module.function(id).linkage.is_preemptible(),
+        Symbol::Alias(i) => module.aliases()[i].linkage.is_preemptible(),
+    };
+    match (kind, module.resolve_symbol(symbol)) {
+        _ if preemptible => NameKey::Identity,
+        (RefKind::Call, Some(id)) if id == me => NameKey::Class(id),
+        (RefKind::Call, Some(_)) => NameKey::Hole,
+        _ => NameKey::Identity,
     }
 }
 
 impl Resolver for SimilarResolver<'_> {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
-        self.key(self.module.lookup_external(name, func), kind)
+        let symbol = self.module.lookup_external(name, func);
+        callee_key(self.module, self.me, symbol, kind, false)
     }
 
     fn resolve_func_ref(&self, func: &Function, func_ref: FuncRef, kind: RefKind) -> NameKey {
-        if func.dfg.ext_funcs[func_ref].patchable {
-            return NameKey::Identity;
-        }
-        self.key(self.callees[func_ref.index()], kind)
+        let patchable = func.dfg.ext_funcs[func_ref].patchable;
+        let symbol = self.callees[func_ref.index()];
+        callee_key(self.module, self.me, symbol, kind, patchable)
     }
 }
 

@@ -2,8 +2,9 @@
 //! replaced by a new parameter, and its calls to itself made calls to the shared body that pass
 //! the parameters through.
 
-use super::find::Member;
+use super::find::{Member, callee_key};
 use super::params::ParamLayout;
+use crate::compare::{NameKey, RefKind};
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
@@ -103,7 +104,8 @@ pub(super) fn shared_body(
     func
 }
 
-/// The instructions of `func` (the function `me`) that call `me` itself.
+/// The instructions of `func` (the function `me`) that call `me` itself: exactly those the
+/// fingerprint wrote as a self-reference ([`callee_key`]).
 fn self_calls(
     module: &ClifModule,
     me: FunctionId,
@@ -115,17 +117,18 @@ fn self_calls(
             let Some(func_ref) = called(func, inst) else {
                 continue;
             };
+            let opcode = func.dfg.insts[inst].opcode();
+            let kind = match opcode {
+                Opcode::FuncAddr => RefKind::Address,
+                _ => RefKind::Call,
+            };
             let ext = &func.dfg.ext_funcs[func_ref];
-            if module
-                .lookup_external(&ext.name, func)
-                .and_then(|s| module.resolve_symbol(s))
-                != Some(me)
-            {
+            let symbol = module.lookup_external(&ext.name, func);
+            if callee_key(module, me, symbol, kind, ext.patchable) != NameKey::Class(me) {
                 continue;
             }
-            match func.dfg.insts[inst].opcode() {
+            match opcode {
                 Opcode::Call | Opcode::ReturnCall => calls.push(inst),
-                Opcode::FuncAddr => {}
                 _ => return Err(Unsupported::SelfCallInstruction),
             }
         }

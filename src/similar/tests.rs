@@ -279,3 +279,43 @@ fn callees_and_symbols_become_address_parameters_and_the_body_names_none_of_them
         "{thunk}"
     );
 }
+
+#[test]
+fn a_call_through_a_preemptible_alias_of_itself_is_not_a_self_call() {
+    // `%fp` names `%g` today, but may be another definition at run time: `%g`'s call to it is
+    // a call to `%fp`, in `%g` as in `%h`, and the shared body must keep calling `%fp`.
+    let member = |name: &str, k: i64| {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+                sig0 = (i64) -> i64 system_v
+                fn0 = colocated %fp sig0
+            block0(v0: i64):
+                v1 = iconst.i64 7
+                v2 = band v0, v1
+                brif v2, block1, block2
+            block1:
+                v3 = iconst.i64 1
+                v4 = isub v2, v3
+                v5 = call fn0(v4)
+                v6 = iconst.i64 {k}
+                v7 = iadd v5, v6
+                return v7
+            block2:
+                return v0
+            }}\n"
+        )
+    };
+    let text = format!(
+        "; alias: %fp = %g\n; linkage: %fp preemptible\n{}{}",
+        member("g", 1),
+        member("h", 6)
+    );
+    let (module, groups) = merged(&text, Mode::Safe);
+    assert_eq!(groups.len(), 1);
+    let body = shared_text(&module, &groups[0]);
+    assert!(body.contains("%fp"), "still calls %fp:\n{body}");
+    assert!(
+        !body.contains(&format!("colocated {}", groups[0].shared)),
+        "{body}"
+    );
+}
