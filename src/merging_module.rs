@@ -251,14 +251,16 @@ fn finish_deferred<M: Module>(
         ids.push(id);
     }
     let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
-    let stand_ins = similar_stand_ins(&cm, &report, &ids);
+    let stand_ins = similar_stand_ins(&cm, &report);
 
     // Private copies (ids past the defined functions) become anonymous functions of the inner
     // module; every body that names them names the new id instead.
     let mut renames: FxHashMap<FuncName, FuncName> = FxHashMap::default();
     let mut copies = Vec::new();
-    for &fid in cm.ids() {
-        if fid.index() < ids.len() {
+    // (Every function past the held ones: a private copy that similar merging removed is not in
+    // the layout any more, but thunks still call it.)
+    for fid in (ids.len()..cm.id_count()).map(FunctionId::new) {
+        if cm.is_merged_away(fid) && !stand_ins.contains_key(&fid) {
             continue;
         }
         let mf = cm.function(fid);
@@ -292,7 +294,10 @@ fn finish_deferred<M: Module>(
         define_in(&mut inner, id, func)?;
     }
     for (fid, new_id) in copies {
-        let mut func = cm.function(fid).func.clone();
+        let mut func = match stand_ins.get(&fid) {
+            Some(stand_in) => stand_in.clone(),
+            None => cm.function(fid).func.clone(),
+        };
         func.name = UserFuncName::user(0, new_id.as_u32());
         rename_callees(&mut func, &renames);
         define_in(&mut inner, new_id, func)?;
@@ -302,28 +307,22 @@ fn finish_deferred<M: Module>(
 
 /// A thunk for every member a similar merge removed, calling its shared body with its values:
 /// cranelift-module has no way to leave a declared function undefined.
-/// (Held bodies are `FunctionId`s 0, 1, … of `cm`, in the order of `ids`.)
-fn similar_stand_ins(
-    cm: &ClifModule,
-    report: &MergeReport,
-    ids: &[FuncId],
-) -> FxHashMap<FunctionId, Function> {
+fn similar_stand_ins(cm: &ClifModule, report: &MergeReport) -> FxHashMap<FunctionId, Function> {
     let mut stand_ins = FxHashMap::default();
     let Some(groups) = &report.similar else {
         return stand_ins;
     };
-    let held: FxHashMap<FuncId, FunctionId> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, FunctionId::new(i)))
+    // Every function by name, merged-away ones included (a removed member may be a held body
+    // or a private copy the exact merge made).
+    let by_name: FxHashMap<&FuncName, FunctionId> = (0..cm.id_count())
+        .map(FunctionId::new)
+        .map(|f| (&cm.function(f).name, f))
         .collect();
     for group in groups {
         let shared = cm.resolve(&group.shared).expect("a shared body is defined");
         let shared_sig = &cm.function(shared).func.signature;
         for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            let Some(&fid) = func_id_of(&member.name).and_then(|id| held.get(&id)) else {
-                continue;
-            };
+            let fid = by_name[&member.name];
             let sig = &cm.function(fid).func.signature;
             stand_ins.insert(
                 fid,

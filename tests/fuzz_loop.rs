@@ -34,7 +34,10 @@
 
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::read::read_module_text;
-use clif_merge::{ClifModule, Mode, ReadOptions, SymbolLinkage, emit, merge_module, report};
+use clif_merge::{
+    ClifModule, Mode, ReadOptions, SimilarOptions, SymbolLinkage, emit, merge_module,
+    merge_module_with, report,
+};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -752,9 +755,32 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
     };
     let mut anything = false;
     let mut remerged_more = false;
-    for mode in MODES {
+    // Every mode, then safe mode with similar merging forced on every group that fits.
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    let configurations = MODES
+        .iter()
+        .map(|&mode| (mode, None))
+        .chain([(Mode::Safe, Some(&forced))]);
+    for (mode, similar) in configurations {
         let mut merged = module.clone();
-        let (merge_report, _) = merge_module(&mut merged, mode);
+        let (merge_report, _) = merge_module_with(&mut merged, mode, similar);
+        if similar.is_some() {
+            // The input verified; so must everything similar merging writes.
+            let flags =
+                cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder());
+            for mf in merged.functions() {
+                cranelift_codegen::verify_function(&mf.func, &flags).map_err(|e| {
+                    format!(
+                        "--similar wrote {}, which does not verify: {e}\n{}",
+                        mf.name,
+                        mf.func.display()
+                    )
+                })?;
+            }
+        }
         if merge_report.functions != module.functions().len() {
             return Err(format!(
                 "{mode:?}: the report counts {} functions, the module has {}",
@@ -806,7 +832,7 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
         // Compiling, as `-o` does (an error is fine: Cranelift cannot lower every verified
         // function; a panic is not).
         if mode == Mode::Safe {
-            let _ = write_object(&merged, 0, &object_options());
+            let _ = write_object(&merged, merge_report.removed(), &object_options());
         }
         // Merging the output again: counted (not a documented promise).
         let mut again = back;

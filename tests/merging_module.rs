@@ -392,3 +392,34 @@ fn deferred_similar_merges_functions_that_differ_in_constants_and_every_func_id_
     assert_eq!(call(&jit, c, 4), 26);
     assert_eq!(call(&jit, d, 4), 29);
 }
+
+#[test]
+fn deferred_similar_removes_a_private_copy_and_its_callers_still_run() {
+    // `pa` and `pb` are preemptible and equal: the exact merge copies their body to a private
+    // function; that copy is similar to `d` and local, so similar merging removes it.
+    let similar = clif_merge::SimilarOptions {
+        min_saving: i64::MIN,
+        ..Default::default()
+    };
+    let mut module = MergingModule::deferred_similar(jit(), similar);
+    let a = declare(&mut module, "pa", Linkage::Preemptible);
+    let b = declare(&mut module, "pb", Linkage::Preemptible);
+    let d = declare(&mut module, "d", Linkage::Export);
+    mul_k(&mut module, a, 3);
+    mul_k(&mut module, b, 3);
+    mul_k(&mut module, d, 5);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    let groups = report.similar.as_ref().expect("similar merging ran");
+    assert!(
+        groups[0]
+            .members
+            .iter()
+            .any(|m| m.by == clif_merge::Action::Removed),
+        "{report:?}"
+    );
+    assert!(report.merged <= 3, "only input functions count: {report:?}");
+    assert_eq!(call(&jit, a, 4), 13);
+    assert_eq!(call(&jit, b, 4), 13);
+    assert_eq!(call(&jit, d, 4), 21);
+}

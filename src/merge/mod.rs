@@ -201,6 +201,7 @@ pub fn merge_module_with(
     similar: Option<&SimilarOptions>,
 ) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
+    let input_ids = module.id_count();
     let (classes, refs, shapes) = analyse_with_shapes(module, mode, &mut times);
     let start = Instant::now();
     let plan = MergePlan::decide(module, &classes, &refs, mode);
@@ -214,8 +215,17 @@ pub fn merge_module_with(
             shapes,
             refs: unchanged.then_some(refs),
         };
+        // Private copies the exact merge made (ids past the input's).
+        let made: Vec<_> = (input_ids..module.id_count())
+            .map(|i| {
+                module
+                    .function(cranelift_entity::EntityRef::new(i))
+                    .name
+                    .clone()
+            })
+            .collect();
         let groups = crate::similar::merge_similar_after(module, mode, options, prior);
-        report.add_similar(groups);
+        report.add_similar(groups, &made);
         times.similar += start.elapsed();
     }
     (report, times)

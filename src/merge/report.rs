@@ -124,9 +124,15 @@ impl MergeReport {
         exact + self.similar_members(Action::Removed)
     }
 
-    /// Records the groups of a similar merge: their members count as merged.
-    pub fn add_similar(&mut self, groups: Vec<crate::similar::SimilarGroup>) {
-        self.merged += groups.iter().map(|g| g.members.len()).sum::<usize>();
+    /// Records the groups of a similar merge: their members count as merged, but for the
+    /// functions the exact merge made (private copies, named in `made`), which were not in the
+    /// input.
+    pub fn add_similar(&mut self, groups: Vec<crate::similar::SimilarGroup>, made: &[FuncName]) {
+        self.merged += groups
+            .iter()
+            .flat_map(|g| &g.members)
+            .filter(|m| !made.contains(&m.name))
+            .count();
         self.similar = Some(groups);
     }
 

@@ -119,6 +119,18 @@ pub struct SimilarGroup {
     pub members: Vec<SimilarMember>,
 }
 
+/// The signature of a member of `group` whose shared body has signature `shared_sig`: the
+/// shared body's without the parameters the group added.
+pub fn member_signature(
+    group: &SimilarGroup,
+    shared_sig: &cranelift_codegen::ir::Signature,
+) -> cranelift_codegen::ir::Signature {
+    let mut sig = shared_sig.clone();
+    let own = sig.params.len() - group.parameters;
+    sig.params.truncate(own);
+    sig
+}
+
 /// A function that stands for the removed member `member` of `group`: a thunk under its name
 /// and signature `sig` that calls the shared body (of signature `shared_sig`) with the member's
 /// values. `--verify` runs it in place of the member.

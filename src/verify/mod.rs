@@ -94,7 +94,7 @@ pub fn verify_merge(
     options: &VerifyOptions,
 ) -> VerifyReport {
     let removed = removed_functions(report);
-    let with_stand_ins = similar_stand_ins(original, merged, report);
+    let with_stand_ins = similar_stand_ins(merged, report);
     let merged = with_stand_ins.as_ref().unwrap_or(merged);
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
@@ -125,24 +125,18 @@ pub fn verify_merge(
 /// `merged` with a stand-in for every member a similar merge removed (a thunk passing its
 /// values to the shared body, see [`crate::similar::stand_in`]), so that it can be called by
 /// its name; None when there is none.
-fn similar_stand_ins(
-    original: &ClifModule,
-    merged: &ClifModule,
-    report: &MergeReport,
-) -> Option<ClifModule> {
+fn similar_stand_ins(merged: &ClifModule, report: &MergeReport) -> Option<ClifModule> {
     let groups = report.similar.as_ref()?;
     let mut module: Option<ClifModule> = None;
     for group in groups {
         for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            let (Some(id), Some(shared)) = (
-                original.resolve(&member.name),
-                merged.resolve(&group.shared),
-            ) else {
+            // Also for a private copy the exact merge made, which the original does not have.
+            let Some(shared) = merged.resolve(&group.shared) else {
                 continue;
             };
-            let sig = &original.function(id).func.signature;
             let shared_sig = &merged.function(shared).func.signature;
-            let func = crate::similar::stand_in(group, member, sig, shared_sig);
+            let sig = crate::similar::member_signature(group, shared_sig);
+            let func = crate::similar::stand_in(group, member, &sig, shared_sig);
             let module = module.get_or_insert_with(|| merged.clone());
             let _ = module.define(func, crate::module::SymbolLinkage::Local, None);
         }
