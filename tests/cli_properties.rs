@@ -685,3 +685,70 @@ fn output_permissions_are_those_of_a_new_file_or_the_old_one() {
     assert_eq!(mode("kept.o") & 0o777, 0o640);
     assert_eq!(mode("new.clif") & 0o777, 0o644);
 }
+
+/// Each function of a CLIF text, keyed by its name (the text from `function` to its `}`).
+fn functions_by_name(clif: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in clif.lines() {
+        if let Some(rest) = line.strip_prefix("function ") {
+            let name = rest.split('(').next().unwrap_or_default().to_string();
+            current = Some((name, String::new()));
+        }
+        if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if line == "}"
+            && let Some((name, text)) = current.take()
+        {
+            out.insert(name, text);
+        }
+    }
+    out
+}
+
+#[test]
+fn similar_merging_does_not_depend_on_function_order() {
+    let dir = tempdir();
+    let (header, mut funcs) = determinism_module();
+    // Groups of similar functions: other constants (and the callers above call some of them).
+    for (name, k) in [("%s1", 5), ("%s2", 6), ("%s3", 7), ("%t1", 40), ("%t2", 41)] {
+        funcs.push(add_fn(name, k, if name.starts_with("%t") { 9 } else { 3 }));
+    }
+    for mode in ["safe", "aliases", "thunks"] {
+        let args = |file: &'static str| {
+            vec![
+                file,
+                "--mode",
+                mode,
+                "--similar",
+                "--similar-min-saving=-1000",
+                "--report",
+                "json",
+                "--emit-clif",
+                "out.clif",
+            ]
+        };
+        write(dir.path(), "orig.clif", join_module(&header, &funcs));
+        let expected = run_in(dir.path(), &args("orig.clif")).ok().json();
+        let expected_clif =
+            functions_by_name(&std::fs::read_to_string(dir.path().join("out.clif")).unwrap());
+        let groups = expected["similar"].as_array().expect("a similar array");
+        assert!(groups.len() >= 2, "{mode}: {expected}");
+        for seed in 1..=4 {
+            write(
+                dir.path(),
+                "perm.clif",
+                join_module(&header, &shuffled(&funcs, seed)),
+            );
+            let got = run_in(dir.path(), &args("perm.clif")).ok().json();
+            assert_eq!(got, expected, "{mode}, shuffle {seed}");
+            // The same functions, each with the same text (shared bodies included); only their
+            // order in the file follows the input.
+            let clif =
+                functions_by_name(&std::fs::read_to_string(dir.path().join("out.clif")).unwrap());
+            assert_eq!(clif, expected_clif, "{mode}, shuffle {seed}");
+        }
+    }
+}
