@@ -16,6 +16,9 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 
 type Error = Box<dyn std::error::Error>;
 
+/// A function to define: its name, linkage, constants (mul, add, mask) and callee's index.
+type Spec = (&'static str, Linkage, (i64, i64, i64), Option<usize>);
+
 /// Defines `id` as `((x * mul + add) ^ mask) rotl 7`, then a call of `callee` on the result if
 /// there is one.
 fn define(
@@ -71,7 +74,7 @@ fn main() -> Result<(), Error> {
     sig.returns.push(AbiParam::new(types::I64));
     // (name, linkage, constants, callee index): two equal functions, a family that differs in
     // its constants (one of them local, called by `entry`), and a caller.
-    let functions: [(&str, Linkage, (i64, i64, i64), Option<usize>); 6] = [
+    let functions: [Spec; 6] = [
         ("hash_a", Linkage::Export, (31, 7, 0x5555), None),
         ("hash_a_again", Linkage::Export, (31, 7, 0x5555), None),
         ("hash_b", Linkage::Export, (37, 11, 0x3333), None),
