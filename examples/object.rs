@@ -82,10 +82,10 @@ fn main() -> Result<(), Error> {
         ("hash_local", Linkage::Local, (43, 17, 0x00ff), None),
         ("entry", Linkage::Export, (1, 0, 0), Some(4)),
     ];
-    let ids: Vec<FuncId> = functions
-        .iter()
-        .map(|(name, linkage, ..)| module.declare_function(name, *linkage, &sig))
-        .collect::<Result<_, _>>()?;
+    let mut ids: Vec<FuncId> = Vec::new();
+    for (name, linkage, ..) in &functions {
+        ids.push(module.declare_function(name, *linkage, &sig)?);
+    }
     for (i, (_, _, constants, callee)) in functions.iter().enumerate() {
         define(&mut module, ids[i], *constants, callee.map(|c| ids[c]))?;
     }
