@@ -17,6 +17,11 @@ use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 /// quadratic in the group's size).
 const BEST_FIT_MAX: usize = 32;
 
+/// How many of the remaining members a subgroup looks at for its next member: members are in
+/// hole-value order, so the nearest share the most values; the window keeps splitting a large
+/// group linear in its size.
+const WINDOW: usize = 64;
+
 /// What a choice needs to know of the module.
 pub(super) struct Choice<'a> {
     pub(super) module: &'a ClifModule,
@@ -29,7 +34,7 @@ pub(super) struct Choice<'a> {
 impl Choice<'_> {
     /// The estimated saving of merging `members` (None when their parameters do not fit the
     /// register budget, or there are none).
-    fn saving(&self, members: &[Member]) -> Option<i64> {
+    fn saving(&self, members: &[&Member]) -> Option<i64> {
         let first = &self.module.function(members[0].id).func;
         let layout = ParamLayout::of(members, first);
         if layout.count() == 0 || !self.options.registers.fits(&layout.types) {
@@ -57,54 +62,79 @@ impl Choice<'_> {
         Some(self.options.cost.saving(&shape))
     }
 
-    fn pays(&self, members: &[Member]) -> bool {
-        self.saving(members)
-            .is_some_and(|s| s >= self.options.min_saving)
-    }
-
     /// The subgroups of `members` to merge: the whole group when it fits and pays; otherwise,
-    /// from the first remaining member, a subgroup grown one member at a time by the member
+    /// from the first member not yet taken, a subgroup grown one member at a time by the member
     /// that saves most (which may save less than the subgroup before it: a pair may not pay
     /// where ten do), cut back to the size that saved most. Members are in hole-value order, so
-    /// the choice is a function of the group's content.
+    /// the choice is a function of the group's content; a subgroup looks for its next member
+    /// among the next [`WINDOW`] members not taken, so a large group splits in linear time.
     pub(super) fn subgroups(&self, members: Vec<Member>) -> Vec<Vec<Member>> {
-        if self.pays(&members) {
+        let all: Vec<&Member> = members.iter().collect();
+        if self
+            .saving(&all)
+            .is_some_and(|s| s >= self.options.min_saving)
+        {
             return vec![members];
         }
         let exhaustive = members.len() <= BEST_FIT_MAX;
-        let mut chosen = Vec::new();
-        let mut rest = members;
-        while rest.len() >= 2 {
-            let mut group = vec![rest.remove(0)];
+        let mut taken = vec![false; members.len()];
+        let mut chosen: Vec<Vec<usize>> = Vec::new();
+        let mut seed = 0;
+        loop {
+            while seed < members.len() && taken[seed] {
+                seed += 1;
+            }
+            if seed + 1 >= members.len() {
+                break;
+            }
+            taken[seed] = true;
+            let mut group = vec![seed];
             let (mut best_saving, mut best_len) = (0, 1);
-            while let Some((i, s)) = self.next_member(&mut group, &rest, exhaustive) {
-                group.push(rest.remove(i));
+            while let Some((next, s)) = self.next_member(&members, &group, &taken, exhaustive) {
+                taken[next] = true;
+                group.push(next);
                 if s > best_saving {
                     (best_saving, best_len) = (s, group.len());
                 }
             }
-            rest.extend(group.drain(best_len..));
-            rest.sort_by(|a, b| a.fingerprint.holes.cmp(&b.fingerprint.holes));
+            for &i in &group[best_len..] {
+                taken[i] = false;
+            }
+            group.truncate(best_len);
             if group.len() >= 2 && best_saving >= self.options.min_saving {
                 chosen.push(group);
             }
         }
+        // Hand the members over, each to its subgroup.
+        let mut slots: Vec<Option<Member>> = members.into_iter().map(Some).collect();
         chosen
+            .into_iter()
+            .map(|group| {
+                group
+                    .into_iter()
+                    .map(|i| slots[i].take().expect("a member is in one subgroup"))
+                    .collect()
+            })
+            .collect()
     }
 
-    /// The member of `rest` to add to `group` next, with the saving of the group it makes: the
-    /// one that saves most (`exhaustive`) or the first that fits.
+    /// The member to add to `group` next, among the next [`WINDOW`] members not taken after its
+    /// seed, with the saving of the group it makes: the one that saves most (`exhaustive`) or
+    /// the first that fits.
     fn next_member(
         &self,
-        group: &mut Vec<Member>,
-        rest: &[Member],
+        members: &[Member],
+        group: &[usize],
+        taken: &[bool],
         exhaustive: bool,
     ) -> Option<(usize, i64)> {
+        let mut trial: Vec<&Member> = group.iter().map(|&i| &members[i]).collect();
         let mut best: Option<(usize, i64)> = None;
-        for (i, m) in rest.iter().enumerate() {
-            group.push(m.clone());
-            let s = self.saving(group);
-            group.pop();
+        let free = (group[0] + 1..members.len()).filter(|&i| !taken[i]);
+        for i in free.take(WINDOW) {
+            trial.push(&members[i]);
+            let s = self.saving(&trial);
+            trial.pop();
             if let Some(s) = s
                 && best.is_none_or(|b| s > b.1)
             {
@@ -187,7 +217,8 @@ pub(super) fn needs_symbol(
         }
     }
     for members in groups {
-        let layout = ParamLayout::of(members, &module.function(members[0].id).func);
+        let members: Vec<&Member> = members.iter().collect();
+        let layout = ParamLayout::of(&members, &module.function(members[0].id).func);
         for value in layout.values.iter().flatten() {
             if let Hole::Name(name) | Hole::Callee(name) = value
                 && let Some(id) = module.resolve(name)

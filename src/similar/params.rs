@@ -28,7 +28,7 @@ pub(super) struct ParamLayout {
 impl ParamLayout {
     /// The layout of `members` (equal fingerprints with holes); `first` is the function of
     /// `members[0]`, whose instructions give the positions' types.
-    pub(super) fn of(members: &[Member], first: &Function) -> ParamLayout {
+    pub(super) fn of(members: &[&Member], first: &Function) -> ParamLayout {
         let positions = members[0].fingerprint.holes.len();
         let mut param_of_position = Vec::with_capacity(positions);
         let mut types = Vec::new();

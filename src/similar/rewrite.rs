@@ -117,7 +117,7 @@ fn refs_and_shapes(
 /// written.
 fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
     let first = &module.function(members[0].id).func;
-    let layout = ParamLayout::of(&members, first);
+    let layout = ParamLayout::of(&members.iter().collect::<Vec<_>>(), first);
     let callee_signatures = callee_signatures(first, &members[0], &layout);
     let name = content_name(&members[0], &layout);
     let self_calls = shared::check(module, &members[0], &layout).ok()?;
