@@ -11,6 +11,7 @@
 //! | `cost.rs` | the cost model and the register budget |
 //! | `choose.rs` | which members must keep a symbol; the subgroups that pay |
 //! | `shared.rs` | writing the shared body |
+//! | `canonical.rs` | the shared body renumbered in walk order |
 //! | `rewrite.rs` | members into thunks, callers of removed members |
 //!
 //! # What may differ
@@ -57,6 +58,7 @@
 //! parameter — is removed in `safe` and `aliases` modes; every other member keeps its symbol as
 //! a thunk, in every mode.
 
+mod canonical;
 mod choose;
 mod cost;
 mod find;

@@ -8,8 +8,7 @@ use crate::compare::{NameKey, RefKind};
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, Function, GlobalValue, GlobalValueData, Inst, InstBuilder, InstructionData,
-    Opcode, Value,
+    AbiParam, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Value,
 };
 
 /// Why a group cannot have a shared body (it is left alone).
@@ -64,10 +63,9 @@ pub(super) fn shared_body(
         .params
         .extend(layout.types.iter().map(|&ty| AbiParam::new(ty)));
     let sites = &first.fingerprint.hole_sites;
-    let mut replaced = Vec::new();
     for (site, param) in sites.iter().zip(&layout.param_of_position) {
         if let Some(param) = param {
-            replaced.extend(replace_operand(&mut func, *site, params[*param as usize]));
+            replace_operand(&mut func, *site, params[*param as usize]);
         }
     }
     // The declarations of the member itself now name the shared body (every use is one of the
@@ -87,21 +85,10 @@ pub(super) fn shared_body(
             args.extend(params.iter().copied(), &mut dfg.value_lists);
         }
     }
-    // The declarations the parameters replaced are unused now, and Cranelift cannot delete a
-    // declaration: they are renamed to the shared body itself, so that its text names none of
-    // the members' values (and the object refers to no symbol for them).
-    for declaration in replaced {
-        match declaration {
-            Declaration::Function(func_ref) => func.dfg.ext_funcs[func_ref].name = own_name.clone(),
-            Declaration::Global(gv) => {
-                if let GlobalValueData::Symbol { name, .. } = &mut func.global_values[gv] {
-                    *name = own_name.clone();
-                }
-            }
-        }
-    }
     func.dfg.resolve_all_aliases();
-    func
+    // Numbered by the walk: the text no longer depends on how the member was numbered, and the
+    // declarations the parameters replaced (now unused) are gone.
+    super::canonical::canonical_copy(&func)
 }
 
 /// The instructions of `func` (the function `me`) that call `me` itself: exactly those the
@@ -147,22 +134,8 @@ fn called(func: &Function, inst: Inst) -> Option<cranelift_codegen::ir::FuncRef>
     }
 }
 
-/// A declaration a parameter replaced.
-enum Declaration {
-    Function(FuncRef),
-    Global(GlobalValue),
-}
-
-/// Makes the hole of `site` read `param`; says which declaration the site used, if any. The
-/// site was [`check`]ed.
-fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Option<Declaration> {
-    let replaced = match func.dfg.insts[site] {
-        InstructionData::Call { func_ref, .. } => Some(Declaration::Function(func_ref)),
-        InstructionData::UnaryGlobalValue { global_value, .. } => {
-            Some(Declaration::Global(global_value))
-        }
-        _ => None,
-    };
+/// Makes the hole of `site` read `param`. The site was [`check`]ed.
+fn replace_operand(func: &mut Function, site: Inst, param: Value) {
     match func.dfg.insts[site] {
         InstructionData::Call {
             opcode,
@@ -204,7 +177,6 @@ fn replace_operand(func: &mut Function, site: Inst, param: Value) -> Option<Decl
             alias_result(func, site, result, param);
         }
     }
-    replaced
 }
 
 /// Removes `site` and makes its `result` another name for `param`.

@@ -319,3 +319,34 @@ fn a_call_through_a_preemptible_alias_of_itself_is_not_a_self_call() {
         "{body}"
     );
 }
+
+#[test]
+fn the_shared_body_does_not_depend_on_how_its_member_was_numbered() {
+    // The same two functions, one module numbered as written, the other with every value and
+    // block renumbered, an unused declaration and an unreachable block added.
+    let renumbered = |name: &str, a: i64, b: i64| {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+                sig0 = (i64) -> i64 system_v
+                fn0 = %unused sig0
+            block5(v40: i64):
+                v41 = iconst.i64 {a}
+                v42 = imul v40, v41
+                v43 = iconst.i64 {b}
+                v44 = iadd v42, v43
+                v45 = iconst.i64 20
+                v46 = bxor v44, v45
+                return v46
+            block9:
+                v47 = iconst.i64 0
+                return v47
+            }}\n"
+        )
+    };
+    let plain = affine("f", 3, 10, 20) + &affine("g", 5, 11, 20);
+    let other = renumbered("f", 3, 10) + &renumbered("g", 5, 11);
+    let (m1, g1) = merged(&plain, Mode::Safe);
+    let (m2, g2) = merged(&other, Mode::Safe);
+    assert_eq!(g1[0].shared, g2[0].shared);
+    assert_eq!(shared_text(&m1, &g1[0]), shared_text(&m2, &g2[0]));
+}
