@@ -251,8 +251,7 @@ fn apply(
     let mut inserts = Vec::with_capacity(accepted.len());
     for p in &accepted {
         // The first member's body is taken to make the shared body (the member becomes a thunk
-        // like the others); each member that
-        // stays becomes a thunk in its own function's memory.
+        // like the others); each member that stays becomes a thunk in its own function's memory.
         let first = &mut module.function_mut(p.members[0].id).func;
         let body = std::mem::replace(
             first,
