@@ -21,7 +21,7 @@ use cranelift_codegen::ir::{AtomicRmwOp, Opcode, Type};
 use std::sync::LazyLock;
 
 /// The version of the token encoding and of the walk that writes it.
-pub const ENCODING_VERSION: u32 = 1;
+pub const ENCODING_VERSION: u32 = 2;
 
 /// The 32-bit FNV-1a hash of `bytes`.
 pub fn fnv1a32(bytes: &[u8]) -> u32 {

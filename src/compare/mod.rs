@@ -36,7 +36,9 @@
 //!    is written where the value is defined), every operand and immediate in
 //!    `InstructionData` (values by serial number, integer immediates, float immediates by their
 //!    bits, condition codes, memory flags with their alias region, trap codes, offsets, atomic
-//!    ops, branch targets with their arguments), then its results (serial number and type).
+//!    ops, branch targets with their arguments), for a call its user stack map (the slots a
+//!    garbage collector reads at that safepoint: type, slot and offset of each entry), then its
+//!    results (serial number and type).
 //!
 //! Function-level entities: the frame is written up front and a use names a slot by its
 //! declaration number; every other entity is written where it is used, in use order: global

@@ -436,9 +436,29 @@ impl Walk<'_> {
         self.w.current_inst = Some(inst);
         self.instruction_fields(&data);
         self.w.current_inst = None;
+        if data.opcode().is_call() {
+            self.user_stack_map(inst);
+        }
         self.push(results.len() as u32);
         for &r in results {
             self.value_def(r);
+        }
+    }
+
+    /// A call's user stack map (the slots a garbage collector reads at this safepoint): its
+    /// entries in order, each with its type, slot and offset. It changes the stack maps the
+    /// code carries, so two calls with different maps are different.
+    fn user_stack_map(&mut self, inst: Inst) {
+        let entries = self
+            .func
+            .dfg
+            .user_stack_map_entries(inst)
+            .unwrap_or_default();
+        self.push(entries.len() as u32);
+        for entry in entries {
+            self.push_type(entry.ty);
+            self.stack_slot(entry.slot);
+            self.push(entry.offset);
         }
     }
 
