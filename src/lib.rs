@@ -77,6 +77,7 @@ pub mod compare;
 pub mod emit;
 mod error;
 pub mod fold;
+pub mod global;
 mod guard;
 pub mod merge;
 pub mod merging_module;

@@ -2,8 +2,11 @@
 //! (`clif_merge::pipeline`). Everything is computed before anything is written, and outputs are
 //! written all or none (`clif_merge::output`), so a failure leaves no partial output.
 
+#[path = "cli/global.rs"]
+mod global;
+
 use anyhow::{Result, bail};
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use clif_merge::emit::object::{self as obj, IsaSettings, ObjectOptions, OptLevel};
 use clif_merge::pipeline::{self, PipelineOptions, PipelineOutput};
 use clif_merge::{Mode, ReadOptions, SymbolLinkage, output, report};
@@ -15,9 +18,16 @@ use std::time::{Duration, Instant};
 #[command(
     name = "clif-merge",
     version,
-    about = "Merge functions that do exactly the same thing in modules of Cranelift IR"
+    about = "Merge functions that do exactly the same thing in modules of Cranelift IR",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 struct Opts {
+    /// Global merging across separately compiled units: round 1 and the combine step (round 2
+    /// is this command with `--summary`).
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// Input files: CLIF text, `.clif.xz` read directly; a folder stands for every `*.clif` and
     /// `*.clif.xz` in it, in sorted order; `@FILE` for the arguments listed in FILE, one per
     /// line. Together they form one module.
@@ -103,6 +113,20 @@ struct Opts {
     /// arguments; on any difference print it and exit 1 without writing output.
     #[arg(long)]
     verify: bool,
+
+    /// Global merging, round 2: the combined summary of every unit of the program (from
+    /// `summarize` and `combine`); functions another unit also holds become thunks to shared
+    /// bodies that the linker keeps once.
+    #[arg(long, value_name = "FILE.summary")]
+    summary: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Round 1 of global merging: write the summary of one unit.
+    Summarize(global::SummarizeArgs),
+    /// Combine summaries into one (any order and grouping gives the same bytes).
+    Combine(global::CombineArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -212,6 +236,11 @@ fn run(opts: Opts) -> Result<()> {
             .num_threads(threads.get())
             .build_global()?;
     }
+    match &opts.command {
+        Some(Command::Summarize(args)) => return global::summarize(args),
+        Some(Command::Combine(args)) => return global::combine(args),
+        None => {}
+    }
     let clif_to_stdout = opts.emit_clif.as_deref() == Some(Path::new("-"));
     let report_format = match opts.report {
         Some(ReportFormat::Json) if clif_to_stdout => {
@@ -298,6 +327,11 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
         object,
         size_baseline: opts.size_baseline,
         emit_clif: opts.emit_clif.is_some(),
+        summary: opts
+            .summary
+            .as_deref()
+            .map(global::read_summary)
+            .transpose()?,
     })
 }
 

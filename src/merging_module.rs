@@ -402,6 +402,7 @@ fn eager_report(eager: &Eager) -> MergeReport {
             redirect_map
         },
         similar: None,
+        global: None,
     }
 }
 

@@ -32,6 +32,13 @@ pub enum SymbolLinkage {
     Local,
     /// May be replaced by another definition at link time (LLVM's weak/interposable).
     Preemptible,
+    /// One of identical definitions that several objects of a program may hold, of which the
+    /// linker keeps one (LLVM's `linkonce_odr` hidden: an ELF COMDAT group, a Mach-O weak
+    /// definition); visible to the objects of the link, not outside it. Global merging
+    /// ([`crate::global`]) names such a function after its content, so every copy is the same
+    /// function. A merge treats it as preemptible: it is never merged, and calls to it are
+    /// never assumed to reach this copy.
+    LinkOnce,
 }
 
 impl SymbolLinkage {
@@ -42,6 +49,7 @@ impl SymbolLinkage {
             SymbolLinkage::Hidden => "hidden",
             SymbolLinkage::Local => "local",
             SymbolLinkage::Preemptible => "preemptible",
+            SymbolLinkage::LinkOnce => "linkonce",
         }
     }
 
@@ -52,6 +60,7 @@ impl SymbolLinkage {
             "hidden" => SymbolLinkage::Hidden,
             "local" => SymbolLinkage::Local,
             "preemptible" => SymbolLinkage::Preemptible,
+            "linkonce" => SymbolLinkage::LinkOnce,
             _ => return None,
         })
     }
@@ -59,7 +68,7 @@ impl SymbolLinkage {
     /// Whether another definition may replace this one at link time, so that neither its body
     /// nor its calls may be assumed.
     pub fn is_preemptible(self) -> bool {
-        self == SymbolLinkage::Preemptible
+        matches!(self, SymbolLinkage::Preemptible | SymbolLinkage::LinkOnce)
     }
 }
 

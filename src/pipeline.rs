@@ -29,6 +29,9 @@ pub struct PipelineOptions {
     pub size_baseline: bool,
     /// Write the merged module as CLIF text.
     pub emit_clif: bool,
+    /// Global merging's round 2 (see [`crate::global`]): what the other units of the program
+    /// hold. Functions another unit also holds become thunks to shared bodies first.
+    pub summary: Option<crate::global::Summary>,
 }
 
 /// Everything the pipeline made.
@@ -72,8 +75,18 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let (report, pass_times) =
+    let global_start = Instant::now();
+    let global = options
+        .summary
+        .as_ref()
+        .map(|summary| crate::global::merge_with_summary(&mut module, summary));
+    let global_time = global_start.elapsed();
+    let (mut report, pass_times) =
         merge_module_with(&mut module, options.mode, options.similar.as_ref());
+    if global.is_some() {
+        phases.push(("global", global_time));
+    }
+    report.global = global;
     phases.push(("hash", pass_times.hashing));
     phases.push(("compare", pass_times.comparing));
     phases.push(("merge", pass_times.merging));

@@ -103,6 +103,7 @@
 
 pub mod encoding;
 pub mod hash;
+pub mod stable_hash;
 mod walk;
 
 use crate::module::{FuncName, FunctionId};

@@ -45,6 +45,10 @@ pub struct MergeReport {
     /// without similar merging).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similar: Option<Vec<crate::similar::SimilarGroup>>,
+    /// With a summary (global merging): the shared bodies this unit emits and its functions that
+    /// became thunks to them (absent without a summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global: Option<crate::global::GlobalReport>,
 }
 
 impl MergeReport {
@@ -92,6 +96,7 @@ impl MergeReport {
             classes: classes.into_iter().map(|(_, _, c)| c).collect(),
             redirect_map,
             similar: None,
+            global: None,
         }
     }
 

@@ -9,6 +9,7 @@ use super::shared;
 use super::{SimilarGroup, SimilarMember, SimilarOptions};
 use crate::compare::FingerprintWriter;
 use crate::compare::Hole;
+use crate::compare::stable_hash::StableHash;
 use crate::merge::callsite::{ExtraArgument, redirect_declaration};
 use crate::merge::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
 use crate::merge::{Action, Mode};
@@ -153,7 +154,7 @@ fn callee_signatures(
 /// fingerprint with holes, which position reads which parameter, the parameters' types and the
 /// values of the positions that stay constants.
 fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
-    let mut h = Fnv128::new();
+    let mut h = StableHash::new();
     h.u64(crate::compare::ENCODING_VERSION as u64);
     h.u64(first.fingerprint.tokens.len() as u64);
     for &t in &first.fingerprint.tokens {
@@ -171,10 +172,10 @@ fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
     for ty in &layout.types {
         h.bytes(ty.to_string().as_bytes());
     }
-    FuncName::Testcase(format!("similar_{:032x}", h.0).into())
+    FuncName::Testcase(format!("similar_{:032x}", h.finish()).into())
 }
 
-fn hash_hole(h: &mut Fnv128, hole: &Hole) {
+fn hash_hole(h: &mut StableHash, hole: &Hole) {
     match hole {
         Hole::Int(bits) => {
             h.u64(1);
@@ -198,25 +199,6 @@ fn hash_hole(h: &mut Fnv128, hole: &Hole) {
 }
 
 /// FNV-1a with 128 bits: stable across builds and machines.
-struct Fnv128(u128);
-
-impl Fnv128 {
-    fn new() -> Fnv128 {
-        Fnv128(0x6c62272e07bb014262b821756295c58d)
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u128::from(b);
-            self.0 = self.0.wrapping_mul(0x0000000001000000000000000000013B);
-        }
-    }
-
-    fn u64(&mut self, x: u64) {
-        self.bytes(&x.to_le_bytes());
-    }
-}
-
 /// The values member `m` passes, in parameter order.
 fn arguments(p: &Planned, m: usize) -> Vec<ExtraArgument> {
     p.layout.values[m]

@@ -38,12 +38,13 @@ mod code;
 mod define;
 mod error;
 mod folding;
+mod linkonce;
 mod slots;
 mod symbols;
 mod target;
 
 use crate::merge::Mode;
-use crate::module::ClifModule;
+use crate::module::{ClifModule, SymbolLinkage};
 use crate::refs::ModuleRefs;
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use object::SectionKind;
@@ -139,7 +140,9 @@ pub fn write_object(
         "clif-merge",
         cranelift_module::default_libcall_names(),
     )?;
-    builder.per_function_section(options.function_sections);
+    // A function the linker may drop must be alone in its section (`linkonce.rs`).
+    let linkonce = linkonce::has_linkonce(module);
+    builder.per_function_section(options.function_sections || (linkonce && !macho));
     let mut object_module = ObjectModule::new(builder);
     let ids = define::declare(&mut object_module, &slots, &code)?;
     let id_of = |slot: u32| ids[slot as usize].expect("every referenced slot is declared");
@@ -149,6 +152,20 @@ pub fn write_object(
     let mut object = product.object;
     let symbol_of = |slot: u32| product.functions[id_of(slot)].expect("defined above").0;
     let aliases = symbols::define_aliases(&mut object, &slots, &code, symbol_of, macho);
+    if linkonce {
+        let symbols: Vec<_> = module
+            .iter()
+            .filter(|(id, mf)| {
+                mf.linkage == SymbolLinkage::LinkOnce
+                    && matches!(
+                        code[*id],
+                        code::Code::Compiled { .. } | code::Code::Thunk(_)
+                    )
+            })
+            .map(|(_, mf)| symbol_of(slots.index[&mf.name]))
+            .collect();
+        linkonce::make_linkonce(&mut object, &symbols, macho);
+    }
     let write_error =
         |e: object::write::Error| ObjectError::write(format!("cannot write the object: {e}"));
     let mut bytes = object.write().map_err(write_error)?;

@@ -101,6 +101,8 @@ pub(super) fn module_linkage(linkage: SymbolLinkage) -> cranelift_module::Linkag
         SymbolLinkage::Hidden => cranelift_module::Linkage::Hidden,
         SymbolLinkage::Local => cranelift_module::Linkage::Local,
         SymbolLinkage::Preemptible => cranelift_module::Linkage::Preemptible,
+        // Made weak and deduplicable once the object is finished (`linkonce.rs`).
+        SymbolLinkage::LinkOnce => cranelift_module::Linkage::Hidden,
     }
 }
 
@@ -111,5 +113,6 @@ fn symbol_binding(linkage: SymbolLinkage) -> (SymbolScope, bool) {
         SymbolLinkage::Hidden => (SymbolScope::Linkage, false),
         SymbolLinkage::Local => (SymbolScope::Compilation, false),
         SymbolLinkage::Preemptible => (SymbolScope::Dynamic, true),
+        SymbolLinkage::LinkOnce => (SymbolScope::Linkage, true),
     }
 }

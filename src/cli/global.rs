@@ -1,0 +1,80 @@
+//! `clif-merge summarize` and `clif-merge combine`: rounds 1 and 1½ of global merging (round 2
+//! is the main command with `--summary`). See `clif_merge::global`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use clif_merge::global::Summary;
+use clif_merge::{ReadOptions, output};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `clif-merge summarize UNIT.clif... [-o UNIT.summary]`
+#[derive(Args, Debug)]
+pub struct SummarizeArgs {
+    /// The unit's input files, as for the main command (folders and `@FILE` too).
+    #[arg(required = true, value_name = "FILE.clif")]
+    files: Vec<PathBuf>,
+
+    /// Write the summary to PATH (default: standard output).
+    #[arg(short = 'o', value_name = "PATH")]
+    output: Option<PathBuf>,
+
+    /// Linkage of functions that no `; linkage:` directive names.
+    #[arg(long, value_enum, default_value_t = super::LinkageArg::Export, value_name = "KIND")]
+    default_linkage: super::LinkageArg,
+}
+
+/// `clif-merge combine A.summary B.summary... [-o ALL.summary]`
+#[derive(Args, Debug)]
+pub struct CombineArgs {
+    /// Summaries written by `summarize` or `combine`, in any order.
+    #[arg(required = true, value_name = "FILE.summary")]
+    summaries: Vec<PathBuf>,
+
+    /// Write the combined summary to PATH (default: standard output).
+    #[arg(short = 'o', value_name = "PATH")]
+    output: Option<PathBuf>,
+}
+
+/// Round 1: the summary of one unit.
+pub fn summarize(args: &SummarizeArgs) -> Result<()> {
+    let files = clif_merge::read::input_files(&args.files)?;
+    let outputs: Vec<&Path> = args.output.iter().map(PathBuf::as_path).collect();
+    output::check_outputs(&outputs, &files)?;
+    let read_options = ReadOptions {
+        default_linkage: args.default_linkage.into(),
+        verify: true,
+    };
+    let module = clif_merge::read_files(&files, read_options)?;
+    write_text(
+        args.output.as_deref(),
+        &Summary::of_module(&module).to_text(),
+    )
+}
+
+/// The union of summaries.
+pub fn combine(args: &CombineArgs) -> Result<()> {
+    let outputs: Vec<&Path> = args.output.iter().map(PathBuf::as_path).collect();
+    output::check_outputs(&outputs, &args.summaries)?;
+    let parts = args
+        .summaries
+        .iter()
+        .map(|path| read_summary(path))
+        .collect::<Result<Vec<_>>>()?;
+    write_text(args.output.as_deref(), &Summary::combine(&parts).to_text())
+}
+
+/// Reads a summary; errors name the file and line.
+pub fn read_summary(path: &Path) -> Result<Summary> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the summary {}", path.display()))?;
+    Summary::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+}
+
+fn write_text(path: Option<&Path>, text: &str) -> Result<()> {
+    match path {
+        Some(path) => output::write_outputs(&[(path, text.as_bytes())])?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Round 2: a unit's functions whose content another unit also holds become thunks to one
+//! shared body named after that content, which every such unit emits and the linker keeps once.
+
+use super::key::content_key;
+use super::summary::Summary;
+use crate::compare::FingerprintWriter;
+use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
+use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use crate::parallel;
+use crate::refs::ModuleRefs;
+use cranelift_codegen::ir::Function;
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A body smaller than this many instructions is not worth a thunk in every unit.
+pub const MIN_INSTRUCTIONS: usize = 4;
+
+/// One shared body a unit emits, and its own functions that became thunks to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SharedBody {
+    /// The shared body's name (`%clifmerge_<content key>`).
+    pub shared: FuncName,
+    /// This unit's functions that became thunks to it, by name.
+    pub members: Vec<FuncName>,
+}
+
+/// What round 2 did to a unit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GlobalReport {
+    /// Functions of the summary (all units).
+    pub summary_functions: usize,
+    /// The shared bodies, by name.
+    pub shared: Vec<SharedBody>,
+}
+
+impl GlobalReport {
+    /// This unit's functions that became thunks to a shared body.
+    pub fn members(&self) -> usize {
+        self.shared.iter().map(|s| s.members.len()).sum()
+    }
+}
+
+/// The name of the shared body of content `key`.
+pub fn shared_name(key: u128) -> FuncName {
+    FuncName::Testcase(format!("clifmerge_{key:032x}").into())
+}
+
+/// Round 2 of global merging on one unit (see [`crate::global`]): every function that a
+/// function of another unit equals, according to `summary`, becomes a thunk to a shared body
+/// named after its content, with [`SymbolLinkage::LinkOnce`]. Run the module's own merge after
+/// this one.
+pub fn merge_with_summary(module: &mut ClifModule, summary: &Summary) -> GlobalReport {
+    let elsewhere = keys_elsewhere(module, summary);
+    let refs = ModuleRefs::of(module);
+    let keys: Vec<Option<u128>> =
+        parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
+            let mf = module.function(id);
+            let eligible = !mf.linkage.is_preemptible()
+                && !refs.of_function(id).addresses.contains(&mf.name)
+                && is_worth_sharing(&mf.func);
+            eligible
+                .then(|| content_key(writer, &mf.func))
+                .filter(|key| elsewhere.contains(key))
+        });
+    let mut groups: BTreeMap<u128, Vec<FunctionId>> = BTreeMap::new();
+    for (&id, key) in module.ids().iter().zip(keys) {
+        if let Some(key) = key {
+            groups.entry(key).or_default().push(id);
+        }
+    }
+    let mut report = GlobalReport {
+        summary_functions: summary.entries().len(),
+        shared: Vec::new(),
+    };
+    for (key, members) in groups {
+        if let Some(shared) = share(module, key, &members) {
+            report.shared.push(shared);
+        }
+    }
+    report
+}
+
+/// The content keys of summary functions that this module does not define (functions of other
+/// units), but for preemptible ones.
+fn keys_elsewhere(module: &ClifModule, summary: &Summary) -> FxHashSet<u128> {
+    summary
+        .entries()
+        .iter()
+        .filter(|e| !e.linkage.is_preemptible() && module.lookup(&e.name).is_none())
+        .map(|e| e.key)
+        .collect()
+}
+
+fn is_worth_sharing(func: &Function) -> bool {
+    if is_forwarding_thunk(func) {
+        return false;
+    }
+    let mut count = 0;
+    for block in func.layout.blocks() {
+        count += func.layout.block_insts(block).count();
+        if count >= MIN_INSTRUCTIONS {
+            return true;
+        }
+    }
+    false
+}
+
+/// Defines the shared body of `members` (of content `key`) and makes them thunks to it; None
+/// when the module already has a function of that name (a unit merged twice).
+fn share(module: &mut ClifModule, key: u128, members: &[FunctionId]) -> Option<SharedBody> {
+    let name = shared_name(key);
+    if module.lookup(&name).is_some() {
+        return None;
+    }
+    let first = module.function(members[0]);
+    let body = shared_body(&first.func, &first.name, &name);
+    module
+        .define(body, SymbolLinkage::LinkOnce, None)
+        .expect("a fresh name; references of a verified function");
+    let mut names: Vec<FuncName> = Vec::with_capacity(members.len());
+    for &id in members {
+        let mf = module.function_mut(id);
+        rewrite_as_thunk(&mut mf.func, &mf.name, &name);
+        names.push(mf.name.clone());
+    }
+    names.sort();
+    Some(SharedBody {
+        shared: name,
+        members: names,
+    })
+}
+
+/// `func` (named `own`) as the body named `shared`: its calls to itself call `shared`.
+fn shared_body(func: &Function, own: &FuncName, shared: &FuncName) -> Function {
+    let mut body = func.clone();
+    body.name = shared.to_user_func_name();
+    let self_refs: Vec<_> = body
+        .dfg
+        .ext_funcs
+        .iter()
+        .filter(|(_, data)| FuncName::of_external(&data.name, func).as_ref() == Some(own))
+        .map(|(r, _)| r)
+        .collect();
+    for r in self_refs {
+        body.dfg.ext_funcs[r].name = shared.to_external(&mut body);
+    }
+    body
+}
+
+/// For tests: the key of each function of `module` by name.
+#[cfg(test)]
+pub(crate) fn keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<FuncName, u128> {
+    let mut writer = FingerprintWriter::new();
+    module
+        .functions()
+        .map(|mf| (mf.name.clone(), content_key(&mut writer, &mf.func)))
+        .collect()
+}

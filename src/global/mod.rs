@@ -1,0 +1,51 @@
+//! Global merging: equal functions merged across separately compiled units, through stable
+//! summaries, so that any linker folds them (seed `003`, "Global Function Merging", without the
+//! linker's identical-code folding).
+//!
+//! # The flow
+//!
+//! 1. *Summarize* each unit ([`Summary::of_module`]): per defined function, a stable 128-bit key
+//!    of its content ([`key`]), its linkage and whether its address is taken.
+//! 2. *Combine* the summaries ([`Summary::combine`]): a sorted union, the same bytes whatever the
+//!    order and grouping of its inputs, so a build system may combine in a tree.
+//! 3. *Merge each unit knowing the others* ([`merge_with_summary`], then the usual merge): a
+//!    function whose key a function of *another* unit has becomes a thunk to a shared body named
+//!    `%clifmerge_<key>`, emitted with [`SymbolLinkage::LinkOnce`](crate::SymbolLinkage): in an
+//!    ELF COMDAT group or as a Mach-O weak definition, of which the linker keeps one copy.
+//!
+//! # Why a stale or wrong summary costs bytes, never behaviour
+//!
+//! A unit may be rebuilt against a summary made before another unit changed, or a summary may be
+//! wrong. Round 2 therefore never trusts the summary for what a function does:
+//!
+//! - A unit only ever redirects *its own* functions, to a body it emits *itself*, made from the
+//!   very function it redirects. It never makes a call or a symbol of its own go to another
+//!   unit's function, and never changes a call to another unit's function.
+//! - The shared body's name is derived from its full content: the key is a hash of every field
+//!   the exact comparator compares, names of callees and data by identity (the names the unit
+//!   really calls), and calls to itself as a self-reference (which call the shared body). Equal
+//!   names mean equal content (up to a 128-bit collision), so whichever copy the linker keeps,
+//!   every member runs its own content.
+//! - The summary only says *which* functions are worth it: a function whose partner changed or
+//!   vanished still becomes a thunk to a shared body no other unit emits, which costs a thunk.
+//!
+//! What this gives up: two functions that are equal only because they call *different* but
+//! equal functions of other units (callers of duplicates, recursion through another unit) keep
+//! their own bodies. Merging them would make a unit call another unit's function because the
+//! summary says it is equal to the one it called, which is exactly what a stale summary may get
+//! wrong. Inside a unit the module merge still merges them (it sees both bodies).
+//!
+//! The rules of one module still hold: preemptible functions are never shared; a function whose
+//! address is taken keeps its own address (members are thunks, never aliases of the shared
+//! body); functions of one unit with one key share one body and are then merged by the usual
+//! pass.
+
+mod apply;
+pub mod key;
+pub mod summary;
+
+#[cfg(test)]
+mod tests;
+
+pub use apply::{GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name};
+pub use summary::{SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

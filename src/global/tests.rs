@@ -1,0 +1,139 @@
+//! Unit tests of global merging's keys, summaries and round 2.
+
+use super::apply::keys_by_name;
+use super::*;
+use crate::module::{ClifModule, FuncName};
+use crate::read::{ReadOptions, read_module_text};
+use std::path::Path;
+
+fn module(text: &str) -> ClifModule {
+    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).expect("valid module")
+}
+
+fn name(text: &str) -> FuncName {
+    FuncName::parse(text).unwrap()
+}
+
+const BODY: &str = "
+    v1 = iconst.i32 7
+    v2 = imul v0, v1
+    v3 = iadd v2, v1
+    v4 = bxor v3, v0";
+
+fn unit(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| {
+            format!("function {n}(i32) -> i32 {{\nblock0(v0: i32):{BODY}\n    return v4\n}}\n")
+        })
+        .collect()
+}
+
+/// Keys depend on content only: not on the function's name, the numbering of values, or the
+/// unit; a call to itself is a self-reference; any other difference changes the key.
+#[test]
+fn keys_pin_content_not_names() {
+    let a = module(&unit(&["%a", "%b"]));
+    let keys = keys_by_name(&a);
+    assert_eq!(keys[&name("%a")], keys[&name("%b")]);
+    let recursive = |n: &str, callee: &str| {
+        format!(
+            "function {n}(i32) -> i32 {{\n    fn0 = colocated {callee}(i32) -> i32\n\
+             block0(v0: i32):\n    v1 = call fn0(v0)\n    return v1\n}}\n"
+        )
+    };
+    let m = module(&(recursive("%r", "%r") + &recursive("%s", "%s") + &recursive("%t", "%r")));
+    let keys = keys_by_name(&m);
+    assert_eq!(keys[&name("%r")], keys[&name("%s")], "self-recursion");
+    assert_ne!(
+        keys[&name("%r")],
+        keys[&name("%t")],
+        "a call to another function"
+    );
+    let other = module(&unit(&["%c"]).replace("iconst.i32 7", "iconst.i32 8"));
+    assert_ne!(
+        keys_by_name(&other)[&name("%c")],
+        keys_by_name(&a)[&name("%a")]
+    );
+}
+
+/// The text form reads back to the same summary; combine is commutative, associative and
+/// idempotent, byte for byte.
+#[test]
+fn summaries_round_trip_and_combine_in_any_order() {
+    let a = Summary::of_module(&module(&unit(&["%a", "u0:3"])));
+    let b = Summary::of_module(&module(&unit(&["%b"])));
+    let c = Summary::of_module(&module(
+        &unit(&["%c"]).replace("iconst.i32 7", "iconst.i32 9"),
+    ));
+    assert_eq!(Summary::parse(&a.to_text()).unwrap(), a);
+    let abc = Summary::combine(&[a.clone(), b.clone(), c.clone()]);
+    let cba = Summary::combine(&[c.clone(), b.clone(), a.clone()]);
+    let tree = Summary::combine(&[Summary::combine(&[b.clone(), a.clone()]), c.clone()]);
+    let twice = Summary::combine(&[abc.clone(), abc.clone()]);
+    assert_eq!(abc.to_text(), cba.to_text());
+    assert_eq!(abc.to_text(), tree.to_text());
+    assert_eq!(abc.to_text(), twice.to_text());
+    assert_eq!(abc.entries().len(), 4);
+}
+
+/// Summaries of another format or encoding version, unsorted or malformed lines are errors
+/// with the line.
+#[test]
+fn bad_summaries_are_refused_with_the_line() {
+    let good = Summary::of_module(&module(&unit(&["%a", "%b"]))).to_text();
+    let cases = [
+        (good.replace("summary 1", "summary 9"), 1, "version 9"),
+        (good.replace("encoding 2", "encoding 1"), 2, "version 1"),
+        (good.replace("export", "exported"), 3, "unknown linkage"),
+        (good.replace(" - ", " x "), 3, "expected `a` or `-`"),
+        ("hello\n".to_string(), 1, "not a clif-merge summary"),
+    ];
+    for (text, line, message) in cases {
+        let error = Summary::parse(&text).unwrap_err();
+        assert_eq!(error.line, line, "{text}");
+        assert!(error.to_string().contains(message), "{error}");
+    }
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.swap(2, 3);
+    let error = Summary::parse(&lines.join("\n")).unwrap_err();
+    assert!(error.to_string().contains("not sorted"), "{error}");
+}
+
+/// Round 2 shares exactly the functions another unit also has, names the body after the
+/// content, keeps preemptible and tiny functions out, and leaves a unit alone when the summary
+/// only knows the unit itself.
+#[test]
+fn round_two_shares_what_other_units_hold() {
+    let mut text = unit(&["%a", "%b", "%p", "%alone"]);
+    text = text.replace(
+        "function %alone(i32) -> i32 {\nblock0(v0: i32):",
+        "function %alone(i32) -> i32 {\nblock0(v0: i32):\n    v9 = iconst.i32 1",
+    );
+    text.push_str("; linkage: %p preemptible\n");
+    let mut unit_a = module(&text);
+    let other = module(&unit(&["%x"]));
+    let summary = Summary::combine(&[Summary::of_module(&unit_a), Summary::of_module(&other)]);
+    let alone = merge_with_summary(&mut unit_a.clone(), &Summary::of_module(&unit_a));
+    assert!(alone.shared.is_empty(), "nothing elsewhere");
+
+    let report = merge_with_summary(&mut unit_a, &summary);
+    let key = keys_by_name(&other)[&name("%x")];
+    assert_eq!(report.shared.len(), 1);
+    assert_eq!(report.shared[0].shared, shared_name(key));
+    assert_eq!(report.shared[0].members, vec![name("%a"), name("%b")]);
+    let shared = unit_a.resolve(&shared_name(key)).unwrap();
+    assert_eq!(
+        unit_a.function(shared).linkage,
+        crate::SymbolLinkage::LinkOnce
+    );
+    let a = unit_a.resolve(&name("%a")).unwrap();
+    assert!(crate::merge::thunk::is_forwarding_thunk(
+        &unit_a.function(a).func
+    ));
+    assert_eq!(
+        keys_by_name(&unit_a)[&shared_name(key)],
+        key,
+        "content kept"
+    );
+}
