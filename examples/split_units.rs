@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 
 type Error = Box<dyn std::error::Error>;
 
+/// The functions of a module and its `; linkage:` directives (name, line).
+type Split = (Vec<Chunk>, Vec<(String, String)>);
+
 /// One function's text (leading comments included) and its name.
 struct Chunk {
     name: String,
@@ -77,7 +80,7 @@ fn read_text(path: &Path) -> Result<String, Error> {
 }
 
 /// The functions of a module in file order, and its `; linkage:` directives (name, line).
-fn split_functions(text: &str) -> Result<(Vec<Chunk>, Vec<(String, String)>), Error> {
+fn split_functions(text: &str) -> Result<Split, Error> {
     let mut chunks = Vec::new();
     let mut directives = Vec::new();
     let mut pending = String::new();

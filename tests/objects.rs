@@ -1219,6 +1219,7 @@ fn check_binding(name: &str, sym: &Sym, linkage: SymbolLinkage) {
         SymbolLinkage::Hidden => (SymbolScope::Linkage, false),
         SymbolLinkage::Local => (SymbolScope::Compilation, false),
         SymbolLinkage::Preemptible => (SymbolScope::Dynamic, true),
+        SymbolLinkage::LinkOnce => (SymbolScope::Linkage, true),
     };
     assert_eq!(sym.scope, scope, "{name} ({linkage:?}): symbol scope");
     assert_eq!(sym.weak, weak, "{name} ({linkage:?}): weak binding");
@@ -1657,6 +1658,7 @@ fn binutils_case(module_name: &str, mode: Mode, arch: Arch) {
             SymbolLinkage::Hidden => ("GLOBAL", "HIDDEN", 'T'),
             SymbolLinkage::Local => ("LOCAL", "DEFAULT", 't'),
             SymbolLinkage::Preemptible => ("WEAK", "DEFAULT", 'W'),
+            SymbolLinkage::LinkOnce => ("WEAK", "HIDDEN", 'W'),
         };
         assert_eq!(
             (s.bind.as_str(), s.vis.as_str()),

@@ -1,0 +1,352 @@
+//! Global merging, end to end: three units (`tests/data/global/`) are summarized, the summaries
+//! combined, each unit merged knowing the others and compiled apart; the objects are linked with
+//! a C driver by a plain link (no ICF option) and the program must print exactly what the
+//! unmerged program prints — also after one unit changed and was rebuilt with the old summary.
+//! The objects are read back: one copy of each shared body survives the link, members are
+//! thunks, and shared bodies are COMDAT groups (ELF) or weak definitions (Mach-O).
+
+use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target};
+use clif_merge::global::Summary;
+use clif_merge::pipeline::{self, PipelineOptions};
+use clif_merge::{ClifModule, Mode, ReadOptions, read_files, read_module_text};
+use object::{Object as _, ObjectComdat as _, ObjectSection as _, ObjectSymbol as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const UNITS: usize = 3;
+
+fn unit_path(k: usize) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/global/unit{k}.clif"))
+}
+
+fn units() -> Vec<ClifModule> {
+    (0..UNITS)
+        .map(|k| read_files(&[unit_path(k)], ReadOptions::default()).expect("a valid unit"))
+        .collect()
+}
+
+/// Unit 1 after an edit that changes what `%mix_b` does (another rotation).
+fn changed_unit1() -> ClifModule {
+    let text = std::fs::read_to_string(unit_path(1)).unwrap();
+    let edited = text.replacen("v13 = iconst.i64 17", "v13 = iconst.i64 19", 1);
+    assert_ne!(text, edited);
+    read_module_text(Path::new("unit1.clif"), &edited, ReadOptions::default()).unwrap()
+}
+
+fn summary_of(units: &[ClifModule]) -> Summary {
+    let parts: Vec<Summary> = units.iter().map(Summary::of_module).collect();
+    Summary::combine(&parts)
+}
+
+fn object_options(triple: &str, mode: Mode) -> ObjectOptions {
+    ObjectOptions {
+        target: parse_target(triple).unwrap(),
+        opt_level: OptLevel::Speed,
+        isa: Default::default(),
+        function_sections: false,
+        mode,
+        fold_machine_code: true,
+    }
+}
+
+/// Round 2 of `unit` (without a summary: the unit merged alone, or nothing at all when `merge`
+/// is false) compiled for `triple`.
+fn build(unit: &ClifModule, summary: Option<&Summary>, mode: Mode, triple: &str) -> Vec<u8> {
+    let options = PipelineOptions {
+        mode,
+        object: Some(object_options(triple, mode)),
+        summary: summary.cloned(),
+        ..Default::default()
+    };
+    let out = pipeline::run(unit.clone(), &options).expect("round 2");
+    out.object.expect("an object").bytes
+}
+
+fn build_unmerged(unit: &ClifModule, triple: &str) -> Vec<u8> {
+    let options = ObjectOptions {
+        fold_machine_code: false,
+        ..object_options(triple, Mode::Safe)
+    };
+    clif_merge::emit::object::write_object(unit, 0, &options)
+        .unwrap()
+        .bytes
+}
+
+const DRIVER: &str = r#"
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+typedef int64_t (*fn)(int64_t);
+#define F(name) extern int64_t name(int64_t);
+F(mix_a) F(mix_a2) F(mix_b) F(mix_c) F(fact_a) F(fact_b) F(even_a) F(even_b) F(odd_a) F(odd_b)
+F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c)
+extern int64_t addr_of_a(void);
+extern int64_t addr_of_b(void);
+int main(void) {
+    fn fns[] = {mix_a, mix_a2, mix_b, mix_c, fact_a, fact_b, even_a, even_b, odd_a, odd_b,
+                addr_a, addr_b, pre_a, pre_b, caller_c};
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < 200; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        for (unsigned f = 0; f < sizeof fns / sizeof fns[0]; f++)
+            printf("%u %" PRId64 "\n", f, fns[f]((int64_t) (x >> (i % 50))));
+    }
+    printf("addr_a %d\n", addr_of_a() == (int64_t) (intptr_t) addr_a);
+    printf("addr_b %d\n", addr_of_b() == (int64_t) (intptr_t) addr_b);
+    printf("addr_a != addr_b %d\n", addr_of_a() != addr_of_b());
+    return 0;
+}
+"#;
+
+/// A C compiler and a way to run what it links.
+struct Toolchain {
+    cc: &'static str,
+    runner: Vec<&'static str>,
+}
+
+fn tool_exists(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The toolchain for `arch`; under CI (`CI` set) a missing tool fails the test.
+fn toolchain(aarch64: bool) -> Option<Toolchain> {
+    let (cc, runner) = if aarch64 {
+        (
+            "aarch64-linux-gnu-gcc",
+            vec!["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
+        )
+    } else {
+        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            return None;
+        }
+        ("cc", Vec::new())
+    };
+    let tools: Vec<&str> = std::iter::once(cc).chain(runner.first().copied()).collect();
+    if let Some(missing) = tools.iter().find(|t| !tool_exists(t)) {
+        assert!(std::env::var_os("CI").is_none(), "CI needs {missing}");
+        eprintln!("note: skipping: {missing} is not installed");
+        return None;
+    }
+    Some(Toolchain { cc, runner })
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Links the driver with the objects (a plain link: `cc`, no ICF) and runs the program; returns
+/// its output and the executable's bytes.
+fn link_and_run(tc: &Toolchain, dir: &Path, label: &str, objects: &[Vec<u8>]) -> (String, Vec<u8>) {
+    let driver = dir.join("driver.c");
+    std::fs::write(&driver, DRIVER).unwrap();
+    let mut cmd = Command::new(tc.cc);
+    cmd.arg("-O1").arg(&driver);
+    for (k, bytes) in objects.iter().enumerate() {
+        let path = dir.join(format!("{label}_unit{k}.o"));
+        std::fs::write(&path, bytes).unwrap();
+        cmd.arg(path);
+    }
+    let exe = dir.join(label);
+    run_ok(cmd.arg("-o").arg(&exe));
+    let mut run = match tc.runner.split_first() {
+        Some((runner, args)) => {
+            let mut c = Command::new(runner);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    (run_ok(&mut run), std::fs::read(&exe).unwrap())
+}
+
+/// How many symbols of each shared body the linked program defines.
+fn shared_body_symbols(exe: &[u8]) -> Vec<(String, usize)> {
+    let file = object::File::parse(exe).unwrap();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for sym in file.symbols().filter(|s| s.is_definition()) {
+        let name = sym.name().unwrap();
+        if name.contains("clifmerge_") {
+            *counts.entry(name.to_string()).or_default() += 1;
+        }
+    }
+    counts.into_iter().collect()
+}
+
+fn link_and_run_program(aarch64: bool) {
+    let Some(tc) = toolchain(aarch64) else {
+        return;
+    };
+    let triple = if aarch64 {
+        "aarch64-unknown-linux-gnu"
+    } else {
+        "x86_64-unknown-linux-gnu"
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let units = units();
+    let summary = summary_of(&units);
+    let unmerged: Vec<Vec<u8>> = units.iter().map(|u| build_unmerged(u, triple)).collect();
+    let (expected, _) = link_and_run(&tc, dir.path(), "unmerged", &unmerged);
+    assert!(expected.contains("addr_a != addr_b 1"), "{expected}");
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let context = format!("{triple}, --mode {}", mode.keyword());
+        let merged: Vec<Vec<u8>> = units
+            .iter()
+            .map(|u| build(u, Some(&summary), mode, triple))
+            .collect();
+        let label = format!("merged_{}", mode.keyword());
+        let (out, exe) = link_and_run(&tc, dir.path(), &label, &merged);
+        assert!(
+            out == expected,
+            "{context}: the merged program prints otherwise"
+        );
+        // Two shared bodies (mix, fact, addr: three) survive once each.
+        let shared = shared_body_symbols(&exe);
+        assert_eq!(shared.len(), 3, "{context}: {shared:?}");
+        assert!(shared.iter().all(|(_, n)| *n == 1), "{context}: {shared:?}");
+
+        // Unit 1 changes and is rebuilt with the old summary; the others are not rebuilt.
+        let mut stale_units = units.clone();
+        stale_units[1] = changed_unit1();
+        let reference: Vec<Vec<u8>> = stale_units
+            .iter()
+            .map(|u| build_unmerged(u, triple))
+            .collect();
+        let (expected_changed, _) = link_and_run(&tc, dir.path(), "unmerged_changed", &reference);
+        assert_ne!(expected_changed, expected);
+        let mut stale = merged.clone();
+        stale[1] = build(&stale_units[1], Some(&summary), mode, triple);
+        let (out, _) = link_and_run(&tc, dir.path(), &format!("stale_{label}"), &stale);
+        assert!(
+            out == expected_changed,
+            "{context}: a stale summary changed behaviour"
+        );
+    }
+}
+
+#[test]
+fn linked_units_behave_as_the_unmerged_program_x86_64() {
+    link_and_run_program(false);
+}
+
+#[test]
+fn linked_units_behave_as_the_unmerged_program_aarch64() {
+    link_and_run_program(true);
+}
+
+/// `ld.lld -shared` (no ICF) keeps one copy of each shared body, and the units take fewer bytes
+/// of text than units merged alone.
+#[test]
+fn a_shared_library_link_keeps_one_copy() {
+    if !tool_exists("ld.lld") {
+        assert!(std::env::var_os("CI").is_none(), "CI needs ld.lld (lld)");
+        eprintln!("note: skipping: ld.lld is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let units = units();
+    let summary = summary_of(&units);
+    let text_of = |summary: Option<&Summary>, label: &str| {
+        let mut cmd = Command::new("ld.lld");
+        cmd.args(["-shared", "-o"]).arg(dir.path().join(label));
+        for (k, unit) in units.iter().enumerate() {
+            let path = dir.path().join(format!("{label}{k}.o"));
+            let bytes = build(unit, summary, Mode::Aliases, "x86_64-unknown-linux-gnu");
+            std::fs::write(&path, bytes).unwrap();
+            cmd.arg(path);
+        }
+        run_ok(&mut cmd);
+        let exe = std::fs::read(dir.path().join(label)).unwrap();
+        let file = object::File::parse(&*exe).unwrap();
+        let text = file.section_by_name(".text").unwrap().size();
+        (text, shared_body_symbols(&exe))
+    };
+    let (alone, _) = text_of(None, "alone");
+    let (global, shared) = text_of(Some(&summary), "global");
+    assert!(
+        global < alone,
+        "{global} bytes with summaries, {alone} alone"
+    );
+    assert_eq!(shared.len(), 3, "{shared:?}");
+    assert!(shared.iter().all(|(_, n)| *n == 1), "{shared:?}");
+}
+
+/// The objects as written: ELF shared bodies are weak hidden symbols alone in a COMDAT group;
+/// Mach-O ones are weak definitions; members are jumps. Round 2 is a pure function of its
+/// inputs: the same bytes when run again.
+#[test]
+fn shared_bodies_are_comdat_groups_and_weak_definitions() {
+    let units = units();
+    let summary = summary_of(&units);
+    for triple in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "x86_64-apple-darwin",
+        "aarch64-apple-darwin",
+    ] {
+        let bytes = build(&units[0], Some(&summary), Mode::Safe, triple);
+        assert_eq!(bytes, build(&units[0], Some(&summary), Mode::Safe, triple));
+        let file = object::File::parse(&*bytes).unwrap();
+        let shared: Vec<_> = file
+            .symbols()
+            .filter(|s| s.is_definition() && s.name().unwrap().contains("clifmerge_"))
+            .collect();
+        assert_eq!(shared.len(), 3, "{triple}: mix, fact and addr");
+        for sym in &shared {
+            assert!(sym.is_weak(), "{triple}: {} is weak", sym.name().unwrap());
+            assert_eq!(
+                sym.scope(),
+                object::SymbolScope::Linkage,
+                "{triple}: hidden"
+            );
+        }
+        if triple.contains("linux") {
+            let groups: Vec<String> = file
+                .comdats()
+                .map(|c| {
+                    let sections: Vec<_> = c.sections().collect();
+                    assert_eq!(sections.len(), 1);
+                    file.symbol_by_index(c.symbol())
+                        .unwrap()
+                        .name()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect();
+            let mut names: Vec<String> = shared.iter().map(|s| s.name().unwrap().into()).collect();
+            names.sort();
+            let mut groups = groups;
+            groups.sort();
+            assert_eq!(groups, names, "{triple}: one COMDAT group per shared body");
+        }
+        let prefix = if triple.contains("apple") { "_" } else { "" };
+        for member in ["mix_a", "fact_a", "addr_a"] {
+            let sym = file
+                .symbol_by_name(&format!("{prefix}{member}"))
+                .unwrap_or_else(|| panic!("{triple}: {member}"));
+            assert!(
+                sym.size() <= 5 || triple.contains("apple"),
+                "{triple}: {member} is a jump"
+            );
+        }
+        for own in ["even_a", "pre_a"] {
+            let sym = file.symbol_by_name(&format!("{prefix}{own}")).unwrap();
+            assert!(
+                sym.size() > 5 || triple.contains("apple"),
+                "{triple}: {own} keeps its body"
+            );
+        }
+    }
+}
