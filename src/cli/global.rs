@@ -7,6 +7,7 @@ use clif_merge::global::Summary;
 use clif_merge::{ReadOptions, output};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// `clif-merge summarize UNIT.clif... [-o UNIT.summary]`
 #[derive(Args, Debug)]
@@ -22,6 +23,11 @@ pub struct SummarizeArgs {
     /// Linkage of functions that no `; linkage:` directive names.
     #[arg(long, value_enum, default_value_t = super::LinkageArg::Export, value_name = "KIND")]
     default_linkage: super::LinkageArg,
+
+    /// Print the time of reading and of summarizing on standard error (`read-and-verify-ms:`,
+    /// `summarize-ms:`).
+    #[arg(long)]
+    time_passes: bool,
 }
 
 /// `clif-merge combine A.summary B.summary... [-o ALL.summary]`
@@ -45,11 +51,18 @@ pub fn summarize(args: &SummarizeArgs) -> Result<()> {
         default_linkage: args.default_linkage.into(),
         verify: true,
     };
+    let start = Instant::now();
     let module = clif_merge::read_files(&files, read_options)?;
-    write_text(
-        args.output.as_deref(),
-        &Summary::of_module(&module).to_text(),
-    )
+    let read = start.elapsed();
+    let start = Instant::now();
+    let summary = Summary::of_module(&module);
+    let summarize = start.elapsed();
+    write_text(args.output.as_deref(), &summary.to_text())?;
+    if args.time_passes {
+        eprintln!("read-and-verify-ms: {:.3}", read.as_secs_f64() * 1000.0);
+        eprintln!("summarize-ms: {:.3}", summarize.as_secs_f64() * 1000.0);
+    }
+    Ok(())
 }
 
 /// The union of summaries.

@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A body smaller than this many instructions is not worth a thunk in every unit.
-pub const MIN_INSTRUCTIONS: usize = 4;
+pub const MIN_INSTRUCTIONS: usize = 2;
 
 /// One shared body a unit emits, and its own functions that became thunks to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
