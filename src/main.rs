@@ -255,7 +255,8 @@ fn run(opts: Opts) -> Result<()> {
         .flatten()
         .collect();
     let files = clif_merge::read::input_files(&opts.files)?;
-    output::check_outputs(&output_paths, &files)?;
+    let inputs: Vec<PathBuf> = files.iter().chain(&opts.summary).cloned().collect();
+    output::check_outputs(&output_paths, &inputs)?;
     let options = pipeline_options(&opts)?;
     let read_options = ReadOptions {
         default_linkage: opts.default_linkage.into(),

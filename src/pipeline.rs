@@ -86,7 +86,9 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     if global.is_some() {
         phases.push(("global", global_time));
     }
-    report.global = global;
+    if let Some(global) = global {
+        report.add_global(global);
+    }
     phases.push(("hash", pass_times.hashing));
     phases.push(("compare", pass_times.comparing));
     phases.push(("merge", pass_times.merging));

@@ -5,8 +5,9 @@ use crate::merge::MergeReport;
 use std::fmt::Write;
 
 /// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`, with
-/// similar merging `similar[{shared, parameters, members[{name, by}]}]`, and `object` when an
-/// object was written.
+/// similar merging `similar[{shared, parameters, members[{name, by}]}]`, with a summary
+/// `global{summary_functions, shared[{shared, members}]}`, and `object` when an object was
+/// written.
 pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut value = serde_json::to_value(report).expect("a report always serializes");
     if let Some(object) = object {
@@ -43,6 +44,21 @@ pub fn to_text(report: &MergeReport, object: Option<&ObjectReport>) -> String {
         );
         for m in &group.members {
             let _ = writeln!(out, "  {} {}", m.by.keyword(), m.name);
+        }
+    }
+    if let Some(global) = &report.global {
+        let _ = writeln!(
+            out,
+            "global: {} functions in the summary, {} shared bodies, {} functions made thunks",
+            global.summary_functions,
+            global.shared.len(),
+            global.members()
+        );
+        for shared in &global.shared {
+            let _ = writeln!(out, "global shared {}", shared.shared);
+            for m in &shared.members {
+                let _ = writeln!(out, "  member {m}");
+            }
         }
     }
     if let Some(o) = object {

@@ -141,6 +141,25 @@ impl MergeReport {
         self.similar = Some(groups);
     }
 
+    /// Adds what global merging's round 2 did before this merge: its shared bodies were not in
+    /// the input, and its members no longer carry their own body (those the merge then replaced
+    /// are counted once).
+    pub fn add_global(&mut self, global: crate::global::GlobalReport) {
+        self.functions -= global.shared.len();
+        let replaced: std::collections::HashSet<&FuncName> = self
+            .classes
+            .iter()
+            .flat_map(|c| c.replaced.iter().map(|r| &r.name))
+            .collect();
+        self.merged += global
+            .shared
+            .iter()
+            .flat_map(|s| &s.members)
+            .filter(|m| !replaced.contains(m))
+            .count();
+        self.global = Some(global);
+    }
+
     fn similar_members(&self, by: Action) -> usize {
         self.similar
             .iter()
