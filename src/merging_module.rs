@@ -55,6 +55,8 @@ pub enum FinishError {
 struct Held {
     id: FuncId,
     func: Function,
+    /// The caller's control plane, used when the body (or what replaces it) is compiled.
+    ctrl_plane: ControlPlane,
 }
 
 /// What eager mode knows about the bodies defined so far.
@@ -79,7 +81,9 @@ enum Timing {
 /// Declarations are forwarded to `M` as they come, so ids are `M`'s own. In **deferred** mode
 /// ([`MergingModule::deferred`]) `define_function` only keeps a copy of the body: the
 /// [`Context`] does **not** hold compiled code afterwards, and compilation errors surface in
-/// [`MergingModule::finish`]. In **eager** mode ([`MergingModule::new`]) every function is
+/// [`MergingModule::finish`]; the [`ControlPlane`] given to
+/// `define_function_with_control_plane` is kept with the body and used when the body, or the
+/// thunk that replaces it, is compiled at `finish`. In **eager** mode ([`MergingModule::new`]) every function is
 /// compiled at once, as itself or as a thunk, and the context holds what was compiled.
 ///
 /// ```no_run
@@ -222,10 +226,15 @@ fn rename_callees(func: &mut Function, renames: &FxHashMap<FuncName, FuncName>) 
     }
 }
 
-fn define_in<M: Module>(inner: &mut M, id: FuncId, func: Function) -> Result<(), FinishError> {
+fn define_in<M: Module>(
+    inner: &mut M,
+    id: FuncId,
+    func: Function,
+    ctrl_plane: &mut ControlPlane,
+) -> Result<(), FinishError> {
     let mut ctx = Context::for_function(func);
     inner
-        .define_function(id, &mut ctx)
+        .define_function_with_control_plane(id, &mut ctx, ctrl_plane)
         .map_err(|source| FinishError::Define {
             function: inner
                 .declarations()
@@ -244,11 +253,18 @@ fn finish_deferred<M: Module>(
 ) -> Result<(M, MergeReport), FinishError> {
     let mut cm = ClifModule::new();
     let mut ids = Vec::with_capacity(held.len());
-    for Held { id, func } in held {
+    let mut planes = Vec::with_capacity(held.len());
+    for Held {
+        id,
+        func,
+        ctrl_plane,
+    } in held
+    {
         let linkage = inner.declarations().get_function_decl(id).linkage;
         let linkage = symbol_linkage(linkage, address_in_data.contains(&id));
         cm.define(func, linkage, None).map_err(crate::Error::from)?;
         ids.push(id);
+        planes.push(ctrl_plane);
     }
     let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
     let stand_ins = similar_stand_ins(&cm, &report);
@@ -291,7 +307,7 @@ fn finish_deferred<M: Module>(
             rename_callees(&mut func, &renames);
             func
         };
-        define_in(&mut inner, id, func)?;
+        define_in(&mut inner, id, func, &mut planes[i])?;
     }
     for (fid, new_id) in copies {
         let mut func = match stand_ins.get(&fid) {
@@ -300,7 +316,8 @@ fn finish_deferred<M: Module>(
         };
         func.name = UserFuncName::user(0, new_id.as_u32());
         rename_callees(&mut func, &renames);
-        define_in(&mut inner, new_id, func)?;
+        // A private copy is the merge's own function: no caller gave a plane for it.
+        define_in(&mut inner, new_id, func, &mut ControlPlane::default())?;
     }
     Ok((inner, report))
 }
@@ -513,6 +530,7 @@ impl<M: Module> Module for MergingModule<M> {
                 held.push(Held {
                     id: func,
                     func: body,
+                    ctrl_plane: ctrl_plane.clone(),
                 });
                 Ok(())
             }
