@@ -423,3 +423,102 @@ fn deferred_similar_removes_a_private_copy_and_its_callers_still_run() {
     assert_eq!(call(&jit, b, 4), 13);
     assert_eq!(call(&jit, d, 4), 21);
 }
+
+/// The object path on aarch64: `MergingModule::deferred(ObjectModule)` for
+/// aarch64-unknown-linux-gnu, linked with a C driver by the cross compiler and run under qemu.
+/// Duplicates, a caller of a duplicate, self-recursive copies, a removed `local` duplicate still
+/// called, and a function whose address is stored in data (kept distinct) all behave.
+#[test]
+fn deferred_aarch64_object_links_and_runs() {
+    let tools = ["aarch64-linux-gnu-gcc", "qemu-aarch64"];
+    let present = |t: &str| {
+        std::process::Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(missing) = tools.iter().find(|t| !present(t)) {
+        assert!(std::env::var_os("CI").is_none(), "CI needs {missing}");
+        eprintln!("note: skipping: {missing} is not installed");
+        return;
+    }
+    let mut flags = settings::builder();
+    flags.set("is_pic", "true").unwrap();
+    let isa = cranelift_codegen::isa::lookup_by_name("aarch64-unknown-linux-gnu")
+        .unwrap()
+        .finish(settings::Flags::new(flags))
+        .unwrap();
+    let builder = ObjectBuilder::new(isa, "merged", default_libcall_names()).unwrap();
+    let mut module = MergingModule::deferred(ObjectModule::new(builder));
+    let m1 = declare(&mut module, "m1", Linkage::Export);
+    let m2 = declare(&mut module, "m2", Linkage::Export);
+    let hidden_copy = declare(&mut module, "hidden_copy", Linkage::Local);
+    let uses_copy = declare(&mut module, "uses_copy", Linkage::Export);
+    let in_data = declare(&mut module, "in_data", Linkage::Local);
+    let f1 = declare(&mut module, "f1", Linkage::Export);
+    let f2 = declare(&mut module, "f2", Linkage::Export);
+    mul3(&mut module, m1);
+    mul3(&mut module, m2);
+    mul3(&mut module, hidden_copy);
+    caller(&mut module, uses_copy, hidden_copy);
+    mul3(&mut module, in_data);
+    factorial(&mut module, f1);
+    factorial(&mut module, f2);
+    let table = module
+        .declare_data("table", Linkage::Export, true, false)
+        .unwrap();
+    let mut data = DataDescription::new();
+    // Initialized data: an object's zero-initialized data (.bss) cannot hold a relocation.
+    data.define(vec![0u8; 8].into_boxed_slice());
+    let fr = module.declare_func_in_data(in_data, &mut data);
+    data.write_function_addr(0, fr);
+    module.define_data(table, &data).unwrap();
+    let (object_module, report) = module.finish().unwrap();
+    assert!(report.merged >= 3, "{report:?}");
+    let bytes = object_module.finish().emit().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let driver = r#"
+#include <stdio.h>
+typedef int (*fn)(int);
+extern int m1(int), m2(int), uses_copy(int), f1(int), f2(int);
+extern fn table;
+int main(void) {
+    for (int x = 0; x < 8; x++)
+        printf("%d %d %d %d %d %d\n", m1(x), m2(x), uses_copy(x), f1(x), f2(x), table(x));
+    printf("distinct %d\n", (void *) table != (void *) m1 && (void *) table != (void *) m2);
+    return 0;
+}
+"#;
+    std::fs::write(dir.path().join("driver.c"), driver).unwrap();
+    std::fs::write(dir.path().join("merged.o"), &bytes).unwrap();
+    let exe = dir.path().join("program");
+    let status = std::process::Command::new("aarch64-linux-gnu-gcc")
+        .arg(dir.path().join("driver.c"))
+        .arg(dir.path().join("merged.o"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = std::process::Command::new("qemu-aarch64")
+        .args(["-L", "/usr/aarch64-linux-gnu"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut expected = String::new();
+    let fact = |x: i32| (1..=x.max(1)).product::<i32>();
+    for x in 0..8 {
+        let m = x * 3 + 1;
+        let line = format!("{m} {m} {} {} {} {m}\n", m + 5, fact(x), fact(x));
+        expected.push_str(&line);
+    }
+    expected.push_str("distinct 1\n");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+}
