@@ -79,12 +79,12 @@ const DRIVER: &str = r#"
 typedef int64_t (*fn)(int64_t);
 #define F(name) extern int64_t name(int64_t);
 F(mix_a) F(mix_a2) F(mix_b) F(mix_c) F(fact_a) F(fact_b) F(even_a) F(even_b) F(odd_a) F(odd_b)
-F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c)
+F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c) F(use_helper_a) F(use_helper_b)
 extern int64_t addr_of_a(void);
 extern int64_t addr_of_b(void);
 int main(void) {
     fn fns[] = {mix_a, mix_a2, mix_b, mix_c, fact_a, fact_b, even_a, even_b, odd_a, odd_b,
-                addr_a, addr_b, pre_a, pre_b, caller_c};
+                addr_a, addr_b, pre_a, pre_b, caller_c, use_helper_a, use_helper_b};
     uint64_t x = 0x9e3779b97f4a7c15u;
     for (int i = 0; i < 200; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;

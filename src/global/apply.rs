@@ -5,9 +5,9 @@ use super::key::content_key;
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
-use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
-use crate::refs::ModuleRefs;
+use crate::refs::{FunctionRefs, ModuleRefs};
 use cranelift_codegen::ir::Function;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
@@ -56,8 +56,10 @@ pub fn merge_with_summary(module: &mut ClifModule, summary: &Summary) -> GlobalR
     let keys: Vec<Option<u128>> =
         parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
             let mf = module.function(id);
+            let own = refs.of_function(id);
             let eligible = !mf.linkage.is_preemptible()
-                && !refs.of_function(id).addresses.contains(&mf.name)
+                && !own.addresses.contains(&mf.name)
+                && !refers_to_local(module, id, own)
                 && is_worth_sharing(&mf.func);
             eligible
                 .then(|| content_key(writer, &mf.func))
@@ -90,6 +92,25 @@ fn keys_elsewhere(module: &ClifModule, summary: &Summary) -> FxHashSet<u128> {
         .filter(|e| !e.linkage.is_preemptible() && module.lookup(&e.name).is_none())
         .map(|e| e.key)
         .collect()
+}
+
+/// Whether `id` calls or takes the address of a `local` function or alias of its unit (other
+/// than itself): another unit may have a local symbol of that name with another body, so the
+/// name does not say what is called and the content key does not pin the behaviour.
+fn refers_to_local(module: &ClifModule, id: FunctionId, refs: &FunctionRefs) -> bool {
+    let is_local = |symbol: Symbol| {
+        let linkage = match symbol {
+            Symbol::Function(f) => module.function(f).linkage,
+            Symbol::Alias(a) => module.aliases()[a].linkage,
+        };
+        linkage == SymbolLinkage::Local && symbol != Symbol::Function(id)
+    };
+    refs.callees.iter().flatten().any(|&s| is_local(s))
+        || refs
+            .addresses
+            .iter()
+            .filter_map(|name| module.lookup(name))
+            .any(is_local)
 }
 
 fn is_worth_sharing(func: &Function) -> bool {

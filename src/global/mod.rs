@@ -26,6 +26,9 @@
 //!   really calls), and calls to itself as a self-reference (which call the shared body). Equal
 //!   names mean equal content (up to a 128-bit collision), so whichever copy the linker keeps,
 //!   every member runs its own content.
+//! - A function that refers to a `local` function of its unit is never shared: another unit may
+//!   hold a local function of the same name and another body, so there the name would not say
+//!   what is called.
 //! - The summary only says *which* functions are worth it: a function whose partner changed or
 //!   vanished still becomes a thunk to a shared body no other unit emits, which costs a thunk.
 //!
