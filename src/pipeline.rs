@@ -76,10 +76,9 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
     let global_start = Instant::now();
-    let global = options
-        .summary
-        .as_ref()
-        .map(|summary| crate::global::merge_with_summary(&mut module, summary));
+    let global = options.summary.as_ref().map(|summary| {
+        crate::global::merge_with_summary(&mut module, summary, options.similar.as_ref())
+    });
     let global_time = global_start.elapsed();
     let (mut report, pass_times) =
         merge_module_with(&mut module, options.mode, options.similar.as_ref());

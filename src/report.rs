@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// One JSON object: `functions`, `merged`, `classes[{kept, replaced[{name, by}]}]`, with
 /// similar merging `similar[{shared, parameters, members[{name, by}]}]`, with a summary
-/// `global{summary_functions, shared[{shared, members}]}`, and `object` when an object was
+/// `global{summary_functions, shared[{shared, parameters, members}]}`, and `object` when an object was
 /// written.
 pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut value = serde_json::to_value(report).expect("a report always serializes");
@@ -55,7 +55,11 @@ pub fn to_text(report: &MergeReport, object: Option<&ObjectReport>) -> String {
             global.members()
         );
         for shared in &global.shared {
-            let _ = writeln!(out, "global shared {}", shared.shared);
+            let parameters = match shared.parameters {
+                0 => String::new(),
+                n => format!(" (+{n} parameters)"),
+            };
+            let _ = writeln!(out, "global shared {}{parameters}", shared.shared);
             for m in &shared.members {
                 let _ = writeln!(out, "  member {m}");
             }

@@ -8,7 +8,7 @@
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target};
 use clif_merge::global::Summary;
 use clif_merge::pipeline::{self, PipelineOptions};
-use clif_merge::{ClifModule, Mode, ReadOptions, read_files, read_module_text};
+use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, read_files, read_module_text};
 use object::{Object as _, ObjectComdat as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,10 +52,22 @@ fn object_options(triple: &str, mode: Mode) -> ObjectOptions {
 /// Round 2 of `unit` (without a summary: the unit merged alone, or nothing at all when `merge`
 /// is false) compiled for `triple`.
 fn build(unit: &ClifModule, summary: Option<&Summary>, mode: Mode, triple: &str) -> Vec<u8> {
+    build_with(unit, summary, mode, triple, None)
+}
+
+/// [`build`], with similar merging when `similar` says so.
+fn build_with(
+    unit: &ClifModule,
+    summary: Option<&Summary>,
+    mode: Mode,
+    triple: &str,
+    similar: Option<&SimilarOptions>,
+) -> Vec<u8> {
     let options = PipelineOptions {
         mode,
         object: Some(object_options(triple, mode)),
         summary: summary.cloned(),
+        similar: similar.cloned(),
         ..Default::default()
     };
     let out = pipeline::run(unit.clone(), &options).expect("round 2");
@@ -80,11 +92,13 @@ typedef int64_t (*fn)(int64_t);
 #define F(name) extern int64_t name(int64_t);
 F(mix_a) F(mix_a2) F(mix_b) F(mix_c) F(fact_a) F(fact_b) F(even_a) F(even_b) F(odd_a) F(odd_b)
 F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c) F(use_helper_a) F(use_helper_b)
+F(scale_a) F(scale_b)
 extern int64_t addr_of_a(void);
 extern int64_t addr_of_b(void);
 int main(void) {
     fn fns[] = {mix_a, mix_a2, mix_b, mix_c, fact_a, fact_b, even_a, even_b, odd_a, odd_b,
-                addr_a, addr_b, pre_a, pre_b, caller_c, use_helper_a, use_helper_b};
+                addr_a, addr_b, pre_a, pre_b, caller_c, use_helper_a, use_helper_b,
+                scale_a, scale_b};
     uint64_t x = 0x9e3779b97f4a7c15u;
     for (int i = 0; i < 200; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
@@ -200,22 +214,40 @@ fn link_and_run_program(aarch64: bool) {
     let unmerged: Vec<Vec<u8>> = units.iter().map(|u| build_unmerged(u, triple)).collect();
     let (expected, _) = link_and_run(&tc, dir.path(), "unmerged", &unmerged);
     assert!(expected.contains("addr_a != addr_b 1"), "{expected}");
-    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
-        let context = format!("{triple}, --mode {}", mode.keyword());
+    let forced = SimilarOptions {
+        min_saving: -1_000_000,
+        ..Default::default()
+    };
+    let variants = [Mode::Safe, Mode::Aliases, Mode::Thunks]
+        .into_iter()
+        .flat_map(|mode| [(mode, None), (mode, Some(&forced))]);
+    for (mode, similar) in variants {
+        let flags = if similar.is_some() { " --similar" } else { "" };
+        let context = format!("{triple}, --mode {}{flags}", mode.keyword());
         let merged: Vec<Vec<u8>> = units
             .iter()
-            .map(|u| build(u, Some(&summary), mode, triple))
+            .map(|u| build_with(u, Some(&summary), mode, triple, similar))
             .collect();
-        let label = format!("merged_{}", mode.keyword());
+        let label = format!("merged_{}{}", mode.keyword(), flags.replace(' ', "_"));
         let (out, exe) = link_and_run(&tc, dir.path(), &label, &merged);
         assert!(
             out == expected,
             "{context}: the merged program prints otherwise"
         );
-        // Two shared bodies (mix, fact, addr: three) survive once each.
+        // Each shared body survives once: mix, fact and addr (equal), even (equal but for
+        // callees that are equal), and with --similar scale (equal but for constants).
         let shared = shared_body_symbols(&exe);
-        assert_eq!(shared.len(), 3, "{context}: {shared:?}");
         assert!(shared.iter().all(|(_, n)| *n == 1), "{context}: {shared:?}");
+        let with_parameters = shared
+            .iter()
+            .filter(|(s, _)| s.contains("clifmerge_p"))
+            .count();
+        assert_eq!(shared.len() - with_parameters, 3, "{context}: {shared:?}");
+        let expected_with_parameters = if similar.is_some() { 2 } else { 1 };
+        assert!(
+            with_parameters >= expected_with_parameters,
+            "{context}: {shared:?}"
+        );
 
         // Unit 1 changes and is rebuilt with the old summary; the others are not rebuilt.
         let mut stale_units = units.clone();
@@ -227,7 +259,7 @@ fn link_and_run_program(aarch64: bool) {
         let (expected_changed, _) = link_and_run(&tc, dir.path(), "unmerged_changed", &reference);
         assert_ne!(expected_changed, expected);
         let mut stale = merged.clone();
-        stale[1] = build(&stale_units[1], Some(&summary), mode, triple);
+        stale[1] = build_with(&stale_units[1], Some(&summary), mode, triple, similar);
         let (out, _) = link_and_run(&tc, dir.path(), &format!("stale_{label}"), &stale);
         assert!(
             out == expected_changed,
@@ -279,7 +311,7 @@ fn a_shared_library_link_keeps_one_copy() {
         global < alone,
         "{global} bytes with summaries, {alone} alone"
     );
-    assert_eq!(shared.len(), 3, "{shared:?}");
+    assert_eq!(shared.len(), 4, "mix, fact, addr, even: {shared:?}");
     assert!(shared.iter().all(|(_, n)| *n == 1), "{shared:?}");
 }
 
@@ -303,7 +335,7 @@ fn shared_bodies_are_comdat_groups_and_weak_definitions() {
             .symbols()
             .filter(|s| s.is_definition() && s.name().unwrap().contains("clifmerge_"))
             .collect();
-        assert_eq!(shared.len(), 3, "{triple}: mix, fact and addr");
+        assert_eq!(shared.len(), 4, "{triple}: mix, fact, addr and even");
         for sym in &shared {
             assert!(sym.is_weak(), "{triple}: {} is weak", sym.name().unwrap());
             assert_eq!(
@@ -341,7 +373,12 @@ fn shared_bodies_are_comdat_groups_and_weak_definitions() {
                 "{triple}: {member} is a jump"
             );
         }
-        for own in ["even_a", "pre_a"] {
+        let even = file.symbol_by_name(&format!("{prefix}even_a")).unwrap();
+        assert!(
+            even.size() < 40 || triple.contains("apple"),
+            "{triple}: even_a passes odd_a"
+        );
+        for own in ["use_helper_a", "pre_a"] {
             let sym = file.symbol_by_name(&format!("{prefix}{own}")).unwrap();
             assert!(
                 sym.size() > 5 || triple.contains("apple"),

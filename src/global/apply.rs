@@ -8,6 +8,8 @@ use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
 use crate::refs::{FunctionRefs, ModuleRefs};
+use crate::similar::SimilarOptions;
+use crate::similar::across::param_fingerprint;
 use cranelift_codegen::ir::Function;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
@@ -21,6 +23,8 @@ pub const MIN_INSTRUCTIONS: usize = 2;
 pub struct SharedBody {
     /// The shared body's name (`%clifmerge_<content key>`).
     pub shared: FuncName,
+    /// Parameters the shared body takes (0: the members are equal).
+    pub parameters: usize,
     /// This unit's functions that became thunks to it, by name.
     pub members: Vec<FuncName>,
 }
@@ -46,41 +50,58 @@ pub fn shared_name(key: u128) -> FuncName {
     FuncName::Testcase(format!("clifmerge_{key:032x}").into())
 }
 
-/// Round 2 of global merging on one unit (see [`crate::global`]): every function that a
-/// function of another unit equals, according to `summary`, becomes a thunk to a shared body
-/// named after its content, with [`SymbolLinkage::LinkOnce`]. Run the module's own merge after
-/// this one.
-pub fn merge_with_summary(module: &mut ClifModule, summary: &Summary) -> GlobalReport {
-    let elsewhere = keys_elsewhere(module, summary);
+/// Round 2 of global merging on one unit (see [`crate::global`]): every function that
+/// functions of other units equal, or equal but for callees (with `similar`: but for constants,
+/// symbols and callees), according to `summary`, becomes a thunk to a shared body named after
+/// its content, with [`SymbolLinkage::LinkOnce`]. Run the module's own merge after this one.
+pub fn merge_with_summary(
+    module: &mut ClifModule,
+    summary: &Summary,
+    similar: Option<&SimilarOptions>,
+) -> GlobalReport {
     let refs = ModuleRefs::of(module);
-    let keys: Vec<Option<u128>> =
+    let own: Vec<Option<OwnFunction>> =
         parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
             let mf = module.function(id);
-            let own = refs.of_function(id);
+            let refs_of = refs.of_function(id);
             let eligible = !mf.linkage.is_preemptible()
-                && !own.addresses.contains(&mf.name)
-                && !refers_to_local(module, id, own)
+                && !refs_of.addresses.contains(&mf.name)
+                && !refers_to_local(module, id, refs_of)
                 && is_worth_sharing(&mf.func);
-            eligible
-                .then(|| content_key(writer, &mf.func))
-                .filter(|key| elsewhere.contains(key))
+            eligible.then(|| OwnFunction {
+                id,
+                key: content_key(writer, &mf.func),
+                param: param_fingerprint(module, &refs, id, writer),
+            })
         });
-    let mut groups: BTreeMap<u128, Vec<FunctionId>> = BTreeMap::new();
-    for (&id, key) in module.ids().iter().zip(keys) {
-        if let Some(key) = key {
-            groups.entry(key).or_default().push(id);
-        }
-    }
+    let own: Vec<OwnFunction> = own.into_iter().flatten().collect();
     let mut report = GlobalReport {
         summary_functions: summary.entries().len(),
         shared: Vec::new(),
     };
+    let mut done = FxHashSet::default();
+    report.shared = super::params::share_with_parameters(module, summary, &own, similar, &mut done);
+    let elsewhere = keys_elsewhere(module, summary);
+    let mut groups: BTreeMap<u128, Vec<FunctionId>> = BTreeMap::new();
+    for f in own.iter().filter(|f| !done.contains(&f.id)) {
+        if elsewhere.contains(&f.key) {
+            groups.entry(f.key).or_default().push(f.id);
+        }
+    }
     for (key, members) in groups {
         if let Some(shared) = share(module, key, &members) {
             report.shared.push(shared);
         }
     }
+    report.shared.sort_by(|a, b| a.shared.cmp(&b.shared));
     report
+}
+
+/// A function of the unit that may be shared: its content key and fingerprint with holes.
+pub(super) struct OwnFunction {
+    pub(super) id: FunctionId,
+    pub(super) key: u128,
+    pub(super) param: Option<crate::compare::Fingerprint>,
 }
 
 /// The content keys of summary functions that this module does not define (functions of other
@@ -148,6 +169,7 @@ fn share(module: &mut ClifModule, key: u128, members: &[FunctionId]) -> Option<S
     names.sort();
     Some(SharedBody {
         shared: name,
+        parameters: 0,
         members: names,
     })
 }

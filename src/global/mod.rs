@@ -44,7 +44,9 @@
 //! pass.
 
 mod apply;
+mod classes;
 pub mod key;
+mod params;
 pub mod summary;
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Summaries: what round 2 of global merging knows of the other units, as a versioned text file.
 //!
 //! ```text
-//! clif-merge summary 1
+//! clif-merge summary 2
 //! encoding 2
-//! f 5d1c…(32 hex digits) export - u0:12
+//! f 5d1c…(32 hex digits) export - u0:12 p 77a0…(32 hex digits) i2a cu0:612 n%table
 //! f 0b93…(32 hex digits) local a %helper
 //! ```
 //!
@@ -11,21 +11,26 @@
 //! comparison encoding the keys were computed with ([`crate::compare::ENCODING_VERSION`]). Then
 //! one line per defined function, sorted by name and then by the rest of the line, no line twice:
 //! `f`, the function's content key ([`super::key`]), its linkage, `a` when its address is
-//! taken in its unit (`-` otherwise), and its name as CLIF writes it. A summary is plain ASCII
-//! with `\n` line ends, holds no paths, times or machine facts, and is the same for the same
-//! units on every machine and in every build with these two versions.
+//! taken in its unit (`-` otherwise), and its name as CLIF writes it; then, for a function that
+//! may share a body with parameters, `p`, its *parameter key* (the same hash of its fingerprint
+//! with holes, `crate::similar::across`) and the value of each hole in walk order: `i` and the
+//! hexadecimal bits of an integer constant, `f`/`d` those of an `f32`/`f64` constant, `n` and the
+//! name of a `symbol`, `c` and the name of a callee. A summary is plain ASCII with `\n` line
+//! ends, holds no paths, times or machine facts, and is the same for the same units on every
+//! machine and in every build with these two versions.
 
 use super::key::content_key;
-use crate::compare::{ENCODING_VERSION, FingerprintWriter};
+use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
 use crate::refs::ModuleRefs;
+use crate::similar::across::{param_fingerprint, param_key};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
 /// The version of the summary format; a summary of another version is refused.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// One defined function of a unit.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,6 +43,17 @@ pub struct SummaryEntry {
     pub linkage: SymbolLinkage,
     /// Whether its address is taken in its unit.
     pub address_taken: bool,
+    /// Its parameter key and hole values, when it may share a body with parameters.
+    pub param: Option<ParamRecord>,
+}
+
+/// A function's fingerprint with holes, as a summary records it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ParamRecord {
+    /// The 128-bit hash of the fingerprint's tokens (holes as placeholders).
+    pub key: u128,
+    /// The value of each hole, in walk order.
+    pub holes: Vec<Hole>,
 }
 
 /// The functions of one or more units (see the module docs).
@@ -67,6 +83,10 @@ impl Summary {
                 key: content_key(writer, &mf.func),
                 linkage: mf.linkage,
                 address_taken: refs.address_taken(id),
+                param: param_fingerprint(module, &refs, id, writer).map(|fp| ParamRecord {
+                    key: param_key(&fp),
+                    holes: fp.holes,
+                }),
             }
         });
         Summary::from_entries(entries)
@@ -113,7 +133,15 @@ impl Summary {
         for e in &self.entries {
             let address = if e.address_taken { "a" } else { "-" };
             let linkage = e.linkage.keyword();
-            writeln!(text, "f {:032x} {linkage} {address} {}", e.key, e.name).unwrap();
+            write!(text, "f {:032x} {linkage} {address} {}", e.key, e.name).unwrap();
+            if let Some(param) = &e.param {
+                write!(text, " p {:032x}", param.key).unwrap();
+                for hole in &param.holes {
+                    text.push(' ');
+                    write_hole(&mut text, hole);
+                }
+            }
+            text.push('\n');
         }
         text
     }
@@ -176,21 +204,63 @@ fn expect_header(
     Ok(())
 }
 
-fn parse_entry(text: &str) -> Result<SummaryEntry, String> {
-    let fields: Vec<&str> = text.splitn(5, ' ').collect();
-    let [kind, key, linkage, address, name] = fields.as_slice() else {
-        return Err(format!("expected `f KEY LINKAGE a|- NAME`: {text}"));
-    };
-    if *kind != "f" {
-        return Err(format!("unknown entry kind `{kind}`"));
+fn write_hole(text: &mut String, hole: &Hole) {
+    match hole {
+        Hole::Int(bits) => write!(text, "i{bits:x}"),
+        Hole::F32(bits) => write!(text, "f{bits:x}"),
+        Hole::F64(bits) => write!(text, "d{bits:x}"),
+        Hole::Name(name) => write!(text, "n{name}"),
+        Hole::Callee(name) => write!(text, "c{name}"),
     }
+    .unwrap();
+}
+
+fn parse_hole(word: &str) -> Result<Hole, String> {
+    let bad = || format!("bad hole value `{word}`");
+    let (tag, rest) = word.split_at_checked(1).ok_or_else(bad)?;
+    let name = || FuncName::parse(rest).ok_or_else(bad);
+    Ok(match tag {
+        "i" => Hole::Int(u64::from_str_radix(rest, 16).map_err(|_| bad())?),
+        "f" => Hole::F32(u32::from_str_radix(rest, 16).map_err(|_| bad())?),
+        "d" => Hole::F64(u64::from_str_radix(rest, 16).map_err(|_| bad())?),
+        "n" => Hole::Name(name()?),
+        "c" => Hole::Callee(name()?),
+        _ => return Err(bad()),
+    })
+}
+
+fn parse_key(key: &str) -> Result<u128, String> {
     if key.len() != 32 {
         return Err(format!("a key has 32 hex digits: {key}"));
     }
-    let key = u128::from_str_radix(key, 16).map_err(|_| format!("bad key {key}"))?;
+    u128::from_str_radix(key, 16).map_err(|_| format!("bad key {key}"))
+}
+
+fn parse_entry(text: &str) -> Result<SummaryEntry, String> {
+    let fields: Vec<&str> = text.split(' ').collect();
+    let (&[kind, key, linkage, address, name], rest) = fields.split_at(fields.len().min(5)) else {
+        return Err(format!(
+            "expected `f KEY LINKAGE a|- NAME [p KEY HOLE...]`: {text}"
+        ));
+    };
+    let param = match rest {
+        [] => None,
+        ["p", key, holes @ ..] => Some(ParamRecord {
+            key: parse_key(key)?,
+            holes: holes
+                .iter()
+                .map(|h| parse_hole(h))
+                .collect::<Result<_, _>>()?,
+        }),
+        _ => return Err(format!("expected `p KEY HOLE...` after the name: {text}")),
+    };
+    if kind != "f" {
+        return Err(format!("unknown entry kind `{kind}`"));
+    }
+    let key = parse_key(key)?;
     let linkage =
         SymbolLinkage::from_keyword(linkage).ok_or_else(|| format!("unknown linkage {linkage}"))?;
-    let address_taken = match *address {
+    let address_taken = match address {
         "a" => true,
         "-" => false,
         other => return Err(format!("expected `a` or `-`, found `{other}`")),
@@ -201,5 +271,6 @@ fn parse_entry(text: &str) -> Result<SummaryEntry, String> {
         key,
         linkage,
         address_taken,
+        param,
     })
 }

@@ -83,7 +83,13 @@ fn summaries_round_trip_and_combine_in_any_order() {
 fn bad_summaries_are_refused_with_the_line() {
     let good = Summary::of_module(&module(&unit(&["%a", "%b"]))).to_text();
     let cases = [
-        (good.replace("summary 1", "summary 9"), 1, "version 9"),
+        (good.replace("summary 2", "summary 9"), 1, "version 9"),
+        (good.replacen(" i7", " q7", 1), 3, "bad hole value `q7`"),
+        (
+            good.replacen(" p ", " r ", 1),
+            3,
+            "expected `p KEY HOLE...`",
+        ),
         (good.replace("encoding 2", "encoding 1"), 2, "version 1"),
         (good.replace("export", "exported"), 3, "unknown linkage"),
         (good.replace(" - ", " x "), 3, "expected `a` or `-`"),
@@ -114,10 +120,10 @@ fn round_two_shares_what_other_units_hold() {
     let mut unit_a = module(&text);
     let other = module(&unit(&["%x"]));
     let summary = Summary::combine(&[Summary::of_module(&unit_a), Summary::of_module(&other)]);
-    let alone = merge_with_summary(&mut unit_a.clone(), &Summary::of_module(&unit_a));
+    let alone = merge_with_summary(&mut unit_a.clone(), &Summary::of_module(&unit_a), None);
     assert!(alone.shared.is_empty(), "nothing elsewhere");
 
-    let report = merge_with_summary(&mut unit_a, &summary);
+    let report = merge_with_summary(&mut unit_a, &summary, None);
     let key = keys_by_name(&other)[&name("%x")];
     assert_eq!(report.shared.len(), 1);
     assert_eq!(report.shared[0].shared, shared_name(key));

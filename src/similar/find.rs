@@ -78,7 +78,7 @@ impl Resolver for SimilarResolver<'_> {
 /// (one that forwards its arguments, or one that adds constants: a member of an earlier similar
 /// merge, which would only be wrapped in another thunk), and it is not preemptible (another
 /// definition may replace it at link time).
-fn is_candidate(module: &ClifModule, id: FunctionId) -> bool {
+pub(super) fn is_candidate(module: &ClifModule, id: FunctionId) -> bool {
     let mf = module.function(id);
     !mf.linkage.is_preemptible()
         && mf.func.layout.entry_block().is_some()

@@ -58,6 +58,7 @@
 //! parameter — is removed in `safe` and `aliases` modes; every other member keeps its symbol as
 //! a thunk, in every mode.
 
+pub(crate) mod across;
 mod canonical;
 mod choose;
 mod cost;

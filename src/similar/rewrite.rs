@@ -154,6 +154,11 @@ fn callee_signatures(
 /// fingerprint with holes, which position reads which parameter, the parameters' types and the
 /// values of the positions that stay constants.
 fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
+    FuncName::Testcase(format!("similar_{:032x}", content_hash(first, layout)).into())
+}
+
+/// The 128-bit hash that names a shared body (see [`content_name`]).
+pub(super) fn content_hash(first: &Member, layout: &ParamLayout) -> u128 {
     let mut h = StableHash::new();
     h.u64(crate::compare::ENCODING_VERSION as u64);
     h.u64(first.fingerprint.tokens.len() as u64);
@@ -172,7 +177,7 @@ fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
     for ty in &layout.types {
         h.bytes(ty.to_string().as_bytes());
     }
-    FuncName::Testcase(format!("similar_{:032x}", h.finish()).into())
+    h.finish()
 }
 
 fn hash_hole(h: &mut StableHash, hole: &Hole) {
@@ -291,7 +296,7 @@ fn apply(
 
 /// Replaces `func`, the body of `g`, by [`member_thunk`]'s, reusing its memory when it is not
 /// large (as the exact merge does).
-fn rewrite_as_member_thunk(
+pub(super) fn rewrite_as_member_thunk(
     func: &mut Function,
     g: &FuncName,
     shared: &FuncName,

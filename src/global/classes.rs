@@ -1,0 +1,97 @@
+//! The exact merge of the whole program, computed from the summary: partition refinement over
+//! every function's fingerprint with holes, its constant hole values, and the *classes* of its
+//! callees, to the greatest fixpoint — the classes the one-module merge would find if all units
+//! were one module (recursion through several units included).
+//!
+//! Round 2 uses these classes only to *group* functions; what it emits never relies on them: the
+//! members of a class that call differently named callees share a body that takes those callees
+//! as parameters, and each member passes its own. A stale summary makes wrong groups, which cost
+//! bytes, never behaviour.
+
+use crate::compare::stable_hash::StableHash;
+use crate::compare::{Fingerprint, Hole};
+use crate::module::{FuncName, FunctionId};
+use cranelift_entity::PrimaryMap;
+use rustc_hash::FxHashMap;
+
+/// A function of the program that may share a body with parameters.
+pub(super) struct ProgramEntry<'a> {
+    /// Its name (global: functions that refer to local ones are not entries).
+    pub(super) name: FuncName,
+    /// Its parameter key.
+    pub(super) param_key: u128,
+    /// Its hole values.
+    pub(super) holes: &'a [Hole],
+    /// When it is a function of this unit: its id and fingerprint.
+    pub(super) own: Option<(FunctionId, &'a Fingerprint)>,
+}
+
+/// A token no other token of a class fingerprint equals: "a class reference here".
+const CALLEE_CLASS: u32 = u32::MAX;
+
+/// Each entry's class (an index), or None when it is alone in its class.
+pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
+    let mut by_name: FxHashMap<&FuncName, Option<usize>> = FxHashMap::default();
+    for (i, e) in entries.iter().enumerate() {
+        by_name
+            .entry(&e.name)
+            .and_modify(|found| *found = None)
+            .or_insert(Some(i));
+    }
+    let fingerprints: PrimaryMap<FunctionId, Fingerprint> = entries
+        .iter()
+        .map(|e| class_fingerprint(e, &by_name))
+        .collect();
+    let hashes: PrimaryMap<FunctionId, u64> =
+        fingerprints.values().map(crate::compare::hash).collect();
+    let mut class_of = vec![None; entries.len()];
+    for (c, class) in crate::partition::refine(&fingerprints, &hashes)
+        .classes
+        .iter()
+        .enumerate()
+    {
+        for f in class {
+            class_of[f.as_u32() as usize] = Some(c as u32);
+        }
+    }
+    class_of
+}
+
+/// The entry as tokens: its parameter key, then each hole's value, a callee that names exactly
+/// one entry as a class reference to it.
+fn class_fingerprint(
+    e: &ProgramEntry,
+    by_name: &FxHashMap<&FuncName, Option<usize>>,
+) -> Fingerprint {
+    let mut fp = Fingerprint::default();
+    push_u128(&mut fp.tokens, e.param_key);
+    for hole in e.holes {
+        if let Hole::Callee(name) = hole
+            && let Some(Some(i)) = by_name.get(name)
+        {
+            fp.tokens.push(CALLEE_CLASS);
+            fp.class_refs.push(FunctionId::from_u32(*i as u32));
+            continue;
+        }
+        let mut h = StableHash::new();
+        match hole {
+            Hole::Int(bits) | Hole::F64(bits) => h.u64(*bits),
+            Hole::F32(bits) => h.u64(u64::from(*bits)),
+            Hole::Name(name) | Hole::Callee(name) => h.str(&name.to_string()),
+        }
+        let tag = match hole {
+            Hole::Int(_) => 1,
+            Hole::F32(_) => 2,
+            Hole::F64(_) => 3,
+            Hole::Name(_) => 4,
+            Hole::Callee(_) => 5,
+        };
+        fp.tokens.push(tag);
+        push_u128(&mut fp.tokens, h.finish());
+    }
+    fp
+}
+
+fn push_u128(tokens: &mut Vec<u32>, x: u128) {
+    tokens.extend((0..4).map(|i| (x >> (32 * i)) as u32));
+}
