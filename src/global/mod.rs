@@ -11,7 +11,9 @@
 //! 3. *Merge each unit knowing the others* ([`merge_with_summary`], then the usual merge): a
 //!    function whose key a function of *another* unit has becomes a thunk to a shared body named
 //!    `%clifmerge_<key>`, emitted with [`SymbolLinkage::LinkOnce`](crate::SymbolLinkage): in an
-//!    ELF COMDAT group or as a Mach-O weak definition, of which the linker keeps one copy.
+//!    ELF COMDAT group or as a Mach-O weak definition, of which the linker keeps one copy;
+//!    functions that differ only in callees the summary says are equal (or, with `--similar`,
+//!    in constants, symbols and callees) share a body with parameters (`params`).
 //!
 //! # Why a stale or wrong summary costs bytes, never behaviour
 //!
@@ -32,11 +34,12 @@
 //! - The summary only says *which* functions are worth it: a function whose partner changed or
 //!   vanished still becomes a thunk to a shared body no other unit emits, which costs a thunk.
 //!
-//! What this gives up: two functions that are equal only because they call *different* but
-//! equal functions of other units (callers of duplicates, recursion through another unit) keep
-//! their own bodies. Merging them would make a unit call another unit's function because the
-//! summary says it is equal to the one it called, which is exactly what a stale summary may get
-//! wrong. Inside a unit the module merge still merges them (it sees both bodies).
+//! Functions equal only because they call *different* functions of other units that are equal
+//! (callers of duplicates, recursion through another unit) are found by the whole program's
+//! exact merge computed from the summary (`classes`), but never made to call one of those
+//! callees: a stale summary may be wrong about their equality. They share a body that takes the
+//! callees as parameters, and each passes its own (`crate::similar::across`). With `--similar`,
+//! functions equal but for constants, symbols and callees share a body likewise.
 //!
 //! The rules of one module still hold: preemptible functions are never shared; a function whose
 //! address is taken keeps its own address (members are thunks, never aliases of the shared
