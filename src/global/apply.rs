@@ -1,7 +1,7 @@
 //! Round 2: a unit's functions whose content another unit also holds become thunks to one
 //! shared body named after that content, which every such unit emits and the linker keeps once.
 
-use super::key::content_key;
+use super::key::function_key;
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
@@ -9,7 +9,6 @@ use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
 use crate::refs::{FunctionRefs, ModuleRefs};
 use crate::similar::SimilarOptions;
-use crate::similar::across::param_fingerprint;
 use cranelift_codegen::ir::Function;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
@@ -68,10 +67,9 @@ pub fn merge_with_summary(
                 && !refs_of.addresses.contains(&mf.name)
                 && !refers_to_local(module, id, refs_of)
                 && is_worth_sharing(&mf.func);
-            eligible.then(|| OwnFunction {
-                id,
-                key: content_key(writer, &mf.func),
-                param: param_fingerprint(module, &refs, id, writer),
+            eligible.then(|| {
+                let (key, param) = function_key(module, &refs, id, writer);
+                OwnFunction { id, key, param }
             })
         });
     let own: Vec<OwnFunction> = own.into_iter().flatten().collect();
@@ -195,8 +193,29 @@ fn shared_body(func: &Function, own: &FuncName, shared: &FuncName) -> Function {
 #[cfg(test)]
 pub(crate) fn keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<FuncName, u128> {
     let mut writer = FingerprintWriter::new();
+    let refs = ModuleRefs::of(module);
+    module
+        .iter()
+        .map(|(id, mf)| {
+            (
+                mf.name.clone(),
+                function_key(module, &refs, id, &mut writer).0,
+            )
+        })
+        .collect()
+}
+
+/// For tests: the key of each function of `module` by name, written without holes.
+#[cfg(test)]
+pub(crate) fn plain_keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<FuncName, u128> {
+    let mut writer = FingerprintWriter::new();
     module
         .functions()
-        .map(|mf| (mf.name.clone(), content_key(&mut writer, &mf.func)))
+        .map(|mf| {
+            (
+                mf.name.clone(),
+                super::key::content_key(&mut writer, &mf.func),
+            )
+        })
         .collect()
 }

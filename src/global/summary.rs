@@ -19,12 +19,12 @@
 //! ends, holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
-use super::key::content_key;
+use super::key::function_key;
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
 use crate::refs::ModuleRefs;
-use crate::similar::across::{param_fingerprint, param_key};
+use crate::similar::across::param_key;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
@@ -78,12 +78,13 @@ impl Summary {
         let refs = ModuleRefs::of(module);
         let entries = parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
             let mf = module.function(id);
+            let (key, param) = function_key(module, &refs, id, writer);
             SummaryEntry {
                 name: mf.name.clone(),
-                key: content_key(writer, &mf.func),
+                key,
                 linkage: mf.linkage,
                 address_taken: refs.address_taken(id),
-                param: param_fingerprint(module, &refs, id, writer).map(|fp| ParamRecord {
+                param: param.map(|fp| ParamRecord {
                     key: param_key(&fp),
                     holes: fp.holes,
                 }),
