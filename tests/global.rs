@@ -35,7 +35,7 @@ fn changed_unit1() -> ClifModule {
 
 fn summary_of(units: &[ClifModule]) -> Summary {
     let parts: Vec<Summary> = units.iter().map(Summary::of_module).collect();
-    Summary::combine(&parts)
+    Summary::combine(parts)
 }
 
 fn object_options(triple: &str, mode: Mode) -> ObjectOptions {

@@ -74,7 +74,7 @@ pub fn combine(args: &CombineArgs) -> Result<()> {
         .iter()
         .map(|path| read_summary(path))
         .collect::<Result<Vec<_>>>()?;
-    write_text(args.output.as_deref(), &Summary::combine(&parts).to_text())
+    write_text(args.output.as_deref(), &Summary::combine(parts).to_text())
 }
 
 /// Reads a summary; errors name the file and line.

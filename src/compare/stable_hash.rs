@@ -43,3 +43,77 @@ impl StableHash {
         self.0
     }
 }
+
+/// A fast 128-bit hash for keys that only *group* functions (a summary's keys): two 64-bit
+/// multiply-rotate lanes over 64-bit words, the same on every machine and build. Not for names
+/// that must pin content (those use [`StableHash`]): a collision here only puts two functions
+/// in one group, which round 2 then tells apart by their content.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupingHash {
+    a: u64,
+    b: u64,
+}
+
+impl Default for GroupingHash {
+    fn default() -> Self {
+        GroupingHash::new()
+    }
+}
+
+impl GroupingHash {
+    /// The initial state.
+    pub fn new() -> GroupingHash {
+        GroupingHash {
+            a: 0x243F_6A88_85A3_08D3,
+            b: 0x1319_8A2E_0370_7344,
+        }
+    }
+
+    /// Adds a 64-bit word.
+    #[inline]
+    pub fn u64(&mut self, x: u64) {
+        self.a = (self.a ^ x)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+        self.b = (self.b ^ x.rotate_left(32))
+            .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+            .rotate_left(31);
+    }
+
+    /// Adds 32-bit words, two at a time, preceded by their count.
+    pub fn words(&mut self, words: &[u32]) {
+        self.u64(words.len() as u64);
+        let mut pairs = words.chunks_exact(2);
+        for pair in &mut pairs {
+            self.u64(u64::from(pair[0]) | (u64::from(pair[1]) << 32));
+        }
+        for &w in pairs.remainder() {
+            self.u64(u64::from(w));
+        }
+    }
+
+    /// Adds a string, preceded by its length.
+    pub fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        let mut chunks = s.as_bytes().chunks(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.u64(u64::from_le_bytes(word));
+        }
+    }
+
+    /// The hash: both lanes, each mixed with the other.
+    pub fn finish(self) -> u128 {
+        let avalanche = |mut x: u64| {
+            x ^= x >> 33;
+            x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+            x ^= x >> 33;
+            x = x.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+            x ^ (x >> 33)
+        };
+        let a = avalanche(self.a ^ self.b.rotate_left(17));
+        let b = avalanche(self.b ^ self.a.rotate_left(41));
+        (u128::from(a) << 64) | u128::from(b)
+    }
+}

@@ -44,9 +44,10 @@ impl GlobalReport {
     }
 }
 
-/// The name of the shared body of content `key`.
-pub fn shared_name(key: u128) -> FuncName {
-    FuncName::Testcase(format!("clifmerge_{key:032x}").into())
+/// The name of the shared body of `func`'s content ([`super::key::content_name_hash`]).
+pub fn shared_name(func: &Function) -> FuncName {
+    let hash = super::key::content_name_hash(&mut FingerprintWriter::new(), func);
+    FuncName::Testcase(format!("clifmerge_{hash:032x}").into())
 }
 
 /// Round 2 of global merging on one unit (see [`crate::global`]): every function that
@@ -86,8 +87,8 @@ pub fn merge_with_summary(
             groups.entry(f.key).or_default().push(f.id);
         }
     }
-    for (key, members) in groups {
-        if let Some(shared) = share(module, key, &members) {
+    for members in groups.into_values() {
+        if let Some(shared) = share(module, &members) {
             report.shared.push(shared);
         }
     }
@@ -146,10 +147,10 @@ fn is_worth_sharing(func: &Function) -> bool {
     false
 }
 
-/// Defines the shared body of `members` (of content `key`) and makes them thunks to it; None
+/// Defines the shared body of `members` (one content key) and makes them thunks to it; None
 /// when the module already has a function of that name (a unit merged twice).
-fn share(module: &mut ClifModule, key: u128, members: &[FunctionId]) -> Option<SharedBody> {
-    let name = shared_name(key);
+fn share(module: &mut ClifModule, members: &[FunctionId]) -> Option<SharedBody> {
+    let name = shared_name(&module.function(members[0]).func);
     if module.lookup(&name).is_some() {
         return None;
     }
@@ -214,7 +215,7 @@ pub(crate) fn plain_keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<F
         .map(|mf| {
             (
                 mf.name.clone(),
-                super::key::content_key(&mut writer, &mf.func),
+                super::key::content_name_hash(&mut writer, &mf.func),
             )
         })
         .collect()

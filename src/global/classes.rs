@@ -8,7 +8,6 @@
 //! as parameters, and each member passes its own. A stale summary makes wrong groups, which cost
 //! bytes, never behaviour.
 
-use crate::compare::stable_hash::StableHash;
 use crate::compare::{Fingerprint, Hole};
 use crate::module::{FuncName, FunctionId};
 use cranelift_entity::PrimaryMap;
@@ -59,37 +58,37 @@ pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
 
 /// The entry as tokens: its parameter key, then each hole's value, a callee that names exactly
 /// one entry as a class reference to it.
-fn class_fingerprint(
-    e: &ProgramEntry,
-    by_name: &FxHashMap<&FuncName, Option<usize>>,
-) -> Fingerprint {
+fn class_fingerprint(e: &ProgramEntry, by_name: &FxHashMap<&FuncName, Option<usize>>) -> Fingerprint {
     let mut fp = Fingerprint::default();
     push_u128(&mut fp.tokens, e.param_key);
     for hole in e.holes {
-        if let Hole::Callee(name) = hole
-            && let Some(Some(i)) = by_name.get(name)
-        {
-            fp.tokens.push(CALLEE_CLASS);
-            fp.class_refs.push(FunctionId::from_u32(*i as u32));
-            continue;
-        }
-        let mut h = StableHash::new();
         match hole {
-            Hole::Int(bits) | Hole::F64(bits) => h.u64(*bits),
-            Hole::F32(bits) => h.u64(u64::from(*bits)),
-            Hole::Name(name) | Hole::Callee(name) => h.str(&name.to_string()),
+            Hole::Callee(name) => match by_name.get(name) {
+                Some(Some(i)) => {
+                    fp.tokens.push(CALLEE_CLASS);
+                    fp.class_refs.push(FunctionId::from_u32(*i as u32));
+                }
+                _ => push_name(&mut fp.tokens, 5, name),
+            },
+            Hole::Int(bits) => fp.tokens.extend([1, *bits as u32, (*bits >> 32) as u32]),
+            Hole::F32(bits) => fp.tokens.extend([2, *bits]),
+            Hole::F64(bits) => fp.tokens.extend([3, *bits as u32, (*bits >> 32) as u32]),
+            Hole::Name(name) => push_name(&mut fp.tokens, 4, name),
         }
-        let tag = match hole {
-            Hole::Int(_) => 1,
-            Hole::F32(_) => 2,
-            Hole::F64(_) => 3,
-            Hole::Name(_) => 4,
-            Hole::Callee(_) => 5,
-        };
-        fp.tokens.push(tag);
-        push_u128(&mut fp.tokens, h.finish());
     }
     fp
+}
+
+/// A name as tokens after `tag`: every token's meaning is fixed by the ones before it.
+fn push_name(tokens: &mut Vec<u32>, tag: u32, name: &FuncName) {
+    tokens.push(tag);
+    match name {
+        FuncName::User { namespace, index } => tokens.extend([0, *namespace, *index]),
+        FuncName::Testcase(text) => {
+            tokens.extend([1, text.len() as u32]);
+            tokens.extend(text.bytes().map(u32::from));
+        }
+    }
 }
 
 fn push_u128(tokens: &mut Vec<u32>, x: u128) {

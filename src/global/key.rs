@@ -1,17 +1,19 @@
-//! The stable key of a function's content: what a summary records and what names a shared body.
+//! The stable key of a function's content, which a summary records and round 2 groups by, and
+//! the hash that names a shared body.
 //!
-//! The key is the 128-bit [`StableHash`] of the function's comparison tokens (the exact order of
+//! The key is a 128-bit [`GroupingHash`] of the function's comparison tokens (the exact order of
 //! `crate::compare`, every field that changes machine code or behaviour) written with every name
 //! by identity, except a call to the function itself, which is written as a self-reference: two
 //! self-recursive copies have one key. A function that may share a body with parameters is
 //! walked once, with holes (`crate::similar::across`): its key is then the hash of those tokens
 //! and of every hole's value, which says as much (tokens and values together are the function),
-//! in another domain of the hash so that the two kinds of keys never meet. It is the same in every unit, on every machine and in
-//! every build of one `ENCODING_VERSION`, and it pins the content: functions with one key are
-//! the same function (up to a 128-bit collision), so a body named after its key is the same
-//! body wherever it is emitted.
+//! in another domain of the hash so that the two kinds of keys never meet. Keys only group: a
+//! collision puts two functions in one group, and round 2 names each shared body after the
+//! content it emits ([`content_name_hash`], FNV-1a over the whole fingerprint), so two different
+//! bodies never get one name short of a 128-bit FNV collision. Both are the same in every unit,
+//! on every machine and in every build of one `ENCODING_VERSION`.
 
-use crate::compare::stable_hash::StableHash;
+use crate::compare::stable_hash::{GroupingHash, StableHash};
 use crate::compare::{
     ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, NameKey, RefKind, Resolver,
 };
@@ -47,18 +49,24 @@ pub fn function_key(
 ) -> (u128, Option<Fingerprint>) {
     match param_fingerprint(module, refs, id, writer) {
         Some(fp) => (key_with_holes(&fp), Some(fp)),
-        None => (content_key(writer, &module.function(id).func), None),
+        None => {
+            let fp = writer.write(&module.function(id).func, &self_resolver(module, id));
+            (plain_key(&fp), None)
+        }
+    }
+}
+
+fn self_resolver(module: &ClifModule, id: FunctionId) -> SelfResolver {
+    SelfResolver {
+        name: module.function(id).name.clone(),
     }
 }
 
 fn key_with_holes(fp: &Fingerprint) -> u128 {
-    let mut h = StableHash::new();
+    let mut h = GroupingHash::new();
     h.str("clif-merge exact with holes");
     h.u64(u64::from(ENCODING_VERSION));
-    h.u64(fp.tokens.len() as u64);
-    for &t in &fp.tokens {
-        h.bytes(&t.to_le_bytes());
-    }
+    h.words(&fp.tokens);
     h.u64(fp.holes.len() as u64);
     for hole in &fp.holes {
         match hole {
@@ -76,19 +84,43 @@ fn key_with_holes(fp: &Fingerprint) -> u128 {
             }
             Hole::Name(name) => {
                 h.u64(4);
-                h.str(&name.to_string());
+                hash_name(&mut h, name);
             }
             Hole::Callee(name) => {
                 h.u64(5);
-                h.str(&name.to_string());
+                hash_name(&mut h, name);
             }
         }
     }
     h.finish()
 }
 
-/// The content key of `func` written without holes (see the module docs).
-pub fn content_key(writer: &mut FingerprintWriter, func: &Function) -> u128 {
+/// Adds a name to a grouping hash.
+pub(crate) fn hash_name(h: &mut GroupingHash, name: &FuncName) {
+    match name {
+        FuncName::User { namespace, index } => {
+            h.u64(1);
+            h.u64((u64::from(*namespace) << 32) | u64::from(*index));
+        }
+        FuncName::Testcase(text) => {
+            h.u64(2);
+            h.str(text);
+        }
+    }
+}
+
+fn plain_key(fp: &Fingerprint) -> u128 {
+    let mut h = GroupingHash::new();
+    h.str("clif-merge exact");
+    h.u64(u64::from(ENCODING_VERSION));
+    h.words(&fp.tokens);
+    h.finish()
+}
+
+/// The hash that names the shared body of `func`'s content: [`StableHash`] (FNV-1a, 128 bits)
+/// of its tokens written without holes, calls of itself as a self-reference. Unlike the
+/// grouping keys, this one pins content: equal names, equal bodies.
+pub fn content_name_hash(writer: &mut FingerprintWriter, func: &Function) -> u128 {
     let resolver = SelfResolver {
         name: FuncName::of_function(func),
     };

@@ -56,4 +56,4 @@ pub mod summary;
 mod tests;
 
 pub use apply::{GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name};
-pub use summary::{SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};
+pub use summary::{ParamRecord, SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

@@ -23,7 +23,7 @@ use super::find::{Member, is_candidate};
 use super::params::ParamLayout;
 use super::rewrite::{content_hash, rewrite_as_member_thunk};
 use super::{SimilarOptions, shared};
-use crate::compare::stable_hash::StableHash;
+use crate::compare::stable_hash::GroupingHash;
 use crate::compare::{
     ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
@@ -105,15 +105,13 @@ pub(crate) fn param_fingerprint(
     Some(writer.write_with_holes(&module.function(id).func, &resolver, HOLES))
 }
 
-/// The parameter key: a stable 128-bit hash of the fingerprint's tokens.
+/// The parameter key: a stable 128-bit grouping hash of the fingerprint's tokens (it only
+/// groups: the shared body is named after its content, `rewrite::content_hash`).
 pub(crate) fn param_key(fp: &Fingerprint) -> u128 {
-    let mut h = StableHash::new();
+    let mut h = GroupingHash::new();
     h.str("clif-merge param");
     h.u64(u64::from(ENCODING_VERSION));
-    h.u64(fp.tokens.len() as u64);
-    for &t in &fp.tokens {
-        h.bytes(&t.to_le_bytes());
-    }
+    h.words(&fp.tokens);
     h.finish()
 }
 
