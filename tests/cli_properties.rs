@@ -752,3 +752,108 @@ fn similar_merging_does_not_depend_on_function_order() {
         }
     }
 }
+
+/// The functions of a CLIF file as separate texts (each with the comment lines before it), and
+/// its directive lines.
+fn split_module(text: &str) -> (String, Vec<String>) {
+    let mut header = String::new();
+    let mut funcs = Vec::new();
+    let mut current = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("; linkage:") || line.starts_with("; alias:") {
+            header.push_str(line);
+            header.push('\n');
+            continue;
+        }
+        inside |= line.starts_with("function ");
+        if inside {
+            current.push_str(line);
+            current.push('\n');
+        }
+        if inside && line == "}" {
+            funcs.push(std::mem::take(&mut current));
+            inside = false;
+        }
+    }
+    (header, funcs)
+}
+
+/// Global merging's round 2 writes the same report and the same text for every function
+/// (shared bodies included) whatever the order of the unit's functions and of the summaries
+/// given to combine, in every mode, with and without --similar.
+#[test]
+fn global_merging_does_not_depend_on_function_or_summary_order() {
+    let dir = tempdir();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/global");
+    let unit = |k: usize| root.join(format!("unit{k}.clif"));
+    for k in 0..3 {
+        let out = format!("u{k}.summary");
+        run_in(
+            dir.path(),
+            &["summarize", unit(k).to_str().unwrap(), "-o", &out],
+        )
+        .ok();
+    }
+    run_in(
+        dir.path(),
+        &[
+            "combine",
+            "u0.summary",
+            "u1.summary",
+            "u2.summary",
+            "-o",
+            "a.summary",
+        ],
+    )
+    .ok();
+    run_in(
+        dir.path(),
+        &[
+            "combine",
+            "u2.summary",
+            "u1.summary",
+            "u0.summary",
+            "-o",
+            "b.summary",
+        ],
+    )
+    .ok();
+    let a = std::fs::read(dir.path().join("a.summary")).unwrap();
+    assert_eq!(a, std::fs::read(dir.path().join("b.summary")).unwrap());
+    let (header, funcs) = split_module(&std::fs::read_to_string(unit(0)).unwrap());
+    assert!(funcs.len() >= 8);
+    for mode in ["safe", "aliases", "thunks"] {
+        for similar in [false, true] {
+            let args = |file: &'static str| {
+                let mut args = vec![file, "--summary", "a.summary", "--mode", mode];
+                args.extend(["--report", "json", "--emit-clif", "out.clif"]);
+                if similar {
+                    args.extend(["--similar", "--similar-min-saving=-1000"]);
+                }
+                args
+            };
+            write(dir.path(), "orig.clif", join_module(&header, &funcs));
+            let expected = run_in(dir.path(), &args("orig.clif")).ok().json();
+            let shared = expected["global"]["shared"]
+                .as_array()
+                .expect("shared bodies");
+            assert!(shared.len() >= 4, "{mode}: {expected}");
+            let expected_clif =
+                functions_by_name(&std::fs::read_to_string(dir.path().join("out.clif")).unwrap());
+            for seed in 1..=3 {
+                let perm = join_module(&header, &shuffled(&funcs, seed));
+                write(dir.path(), "perm.clif", perm);
+                let got = run_in(dir.path(), &args("perm.clif")).ok().json();
+                assert_eq!(got, expected, "{mode} similar={similar}, shuffle {seed}");
+                let clif = functions_by_name(
+                    &std::fs::read_to_string(dir.path().join("out.clif")).unwrap(),
+                );
+                assert_eq!(
+                    clif, expected_clif,
+                    "{mode} similar={similar}, shuffle {seed}"
+                );
+            }
+        }
+    }
+}

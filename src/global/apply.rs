@@ -187,7 +187,8 @@ fn shared_body(func: &Function, own: &FuncName, shared: &FuncName) -> Function {
     for r in self_refs {
         body.dfg.ext_funcs[r].name = shared.to_external(&mut body);
     }
-    body
+    // Numbered by the walk: the text depends on the content, not on which member it came from.
+    crate::similar::canonical::canonical_copy(&body)
 }
 
 /// For tests: the key of each function of `module` by name.

@@ -58,7 +58,10 @@ pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
 
 /// The entry as tokens: its parameter key, then each hole's value, a callee that names exactly
 /// one entry as a class reference to it.
-fn class_fingerprint(e: &ProgramEntry, by_name: &FxHashMap<&FuncName, Option<usize>>) -> Fingerprint {
+fn class_fingerprint(
+    e: &ProgramEntry,
+    by_name: &FxHashMap<&FuncName, Option<usize>>,
+) -> Fingerprint {
     let mut fp = Fingerprint::default();
     push_u128(&mut fp.tokens, e.param_key);
     for hole in e.holes {

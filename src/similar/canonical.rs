@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 /// `src` renumbered (see the module docs); `src` itself when it has dynamic stack slots or
 /// types, which this copy does not handle.
-pub(super) fn canonical_copy(src: &Function) -> Function {
+pub(crate) fn canonical_copy(src: &Function) -> Function {
     if !src.dynamic_stack_slots.is_empty() || !src.dfg.dynamic_types.is_empty() {
         return src.clone();
     }

@@ -59,7 +59,7 @@
 //! a thunk, in every mode.
 
 pub(crate) mod across;
-mod canonical;
+pub(crate) mod canonical;
 mod choose;
 mod cost;
 mod find;
