@@ -857,3 +857,70 @@ fn global_merging_does_not_depend_on_function_or_summary_order() {
         }
     }
 }
+
+/// A large file is parsed in pieces, in parallel: the module is the one its functions make when
+/// read from several small files (parsed whole), and an error anywhere in it is reported at the
+/// same file and line as a file read whole would report it.
+#[test]
+fn a_large_file_is_read_in_pieces_with_the_same_module_and_errors() {
+    let dir = tempdir();
+    let n = 5_000;
+    let funcs: Vec<String> = (0..n)
+        .map(|i| add_fn(&format!("%f{i}"), (i % 50) as i32, (i % 5) as u32))
+        .collect();
+    let big = format!(
+        "; a comment before the first function\n\n{}",
+        funcs.join("\n")
+    );
+    write(dir.path(), "big.clif", &big);
+    let half = n / 2;
+    write(dir.path(), "a.clif", funcs[..half].join("\n"));
+    write(dir.path(), "b.clif", funcs[half..].join("\n"));
+    for threads in ["1", "2"] {
+        run_in(
+            dir.path(),
+            &["big.clif", "--threads", threads, "--emit-clif", "one.clif"],
+        )
+        .ok();
+        run_in(dir.path(), &["a.clif", "b.clif", "--emit-clif", "two.clif"]).ok();
+        let one = std::fs::read(dir.path().join("one.clif")).unwrap();
+        assert!(one == std::fs::read(dir.path().join("two.clif")).unwrap());
+    }
+    // Errors in function 3,001 (of a parse, of the verifier, of a reference), each on its line.
+    let target = 3_001;
+    let line_of = |text: &str, needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .expect("the needle")
+            + 1
+    };
+    // (what to replace, by what, the message, the line it is reported on)
+    let cases = [
+        ("iadd v", "bogus_op v", "Unknown opcode", "bogus_op"),
+        ("iconst.i32", "iconst.i64", "verifier", "iadd"),
+        ("return v", "call fn7(v0)\n    return v", "fn7", "call fn7"),
+    ];
+    for (from, to, message, needle) in cases {
+        let mut broken = funcs.clone();
+        broken[target] = broken[target].replacen(from, to, 1);
+        let text = format!("; a comment\n\n{}", broken.join("\n"));
+        write(dir.path(), "broken.clif", &text);
+        let run = run_in(
+            dir.path(),
+            &["broken.clif", "--threads", "2", "-o", "never.o"],
+        );
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        let line = line_of(&text[text.find(&format!("%f{target}(")).unwrap()..], needle)
+            + text[..text.find(&format!("%f{target}(")).unwrap()]
+                .lines()
+                .count()
+            - 1;
+        let expected = format!("broken.clif:{line}:");
+        assert!(
+            run.stderr.contains(&expected) && run.stderr.contains(message),
+            "{expected} {message}: {}",
+            run.stderr
+        );
+        assert!(!dir.path().join("never.o").exists());
+    }
+}

@@ -138,42 +138,25 @@ impl ModuleReader {
         if let Some((line, msg)) = limits::problem(text) {
             return Err(InputError::new(file, line, msg));
         }
-        let options = ParseOptions::default();
-        let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
-            .map_err(|panic| {
-                InputError::new(
-                    file,
-                    0,
-                    format!("the CLIF reader failed on this file: {panic}"),
-                )
-            })?;
-        let test = parsed.map_err(|e| {
-            // The reader goes on lexing past a bad character and reports it where parsing
-            // stopped; find the character's own line.
-            let line = match e.message.as_str() {
-                "invalid character" => invalid_char_line(text).unwrap_or(e.location.line_number),
-                _ => e.location.line_number,
-            };
-            InputError::new(file, line, e.message.clone())
-        })?;
-        // Each function is checked on its own (in parallel in a large file); the first error in
-        // file order is the one reported, as when checking one by one.
+        // Each function is parsed and checked on its own (in parallel in a large file); the
+        // first error in file order is the one reported, as when checking one by one.
+        let functions = parse_functions(file, text)?;
         let flags = settings::Flags::new(settings::builder());
         let verify_each = self.options.verify;
         let checked = crate::parallel::map(
-            &test.functions,
+            &functions,
             || (),
-            |_, _, (func, details)| check_function(func, details, file, text, &flags, verify_each),
+            |_, _, parsed| check_function(parsed, file, text, &flags, verify_each),
         );
-        for ((func, details), check) in test.functions.into_iter().zip(checked) {
+        for (parsed, check) in functions.into_iter().zip(checked) {
             check?;
-            let line = details.location.line_number;
+            let line = parsed.line();
             let origin = Origin {
                 file: file.to_path_buf(),
                 line,
             };
             self.module
-                .define_checked(func, self.options.default_linkage, Some(origin))
+                .define_checked(parsed.func, self.options.default_linkage, Some(origin))
                 .map_err(|e| duplicate_error(&self.module, e, file, line))?;
         }
         Ok(())
@@ -339,6 +322,126 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
+/// A function as cranelift-reader parsed it from a piece of a file that starts `offset` lines
+/// into the file.
+struct Parsed<'a> {
+    func: Function,
+    details: cranelift_reader::Details<'a>,
+    offset: usize,
+}
+
+impl Parsed<'_> {
+    /// The line of the `function` keyword in the file.
+    fn line(&self) -> usize {
+        self.details.location.line_number + self.offset
+    }
+}
+
+/// Lines of a function's entities in the file: the parser's source map, and the offset of the
+/// piece it parsed.
+struct Lines<'a> {
+    map: &'a SourceMap,
+    offset: usize,
+}
+
+/// Every function of `text`. A file that is a plain list of functions is cut at its `function`
+/// lines and the pieces are parsed in parallel (when there are many); any other file, and any
+/// file with an error, is parsed whole, so that the error is exactly the one the reader gives
+/// for the file.
+fn parse_functions<'a>(file: &Path, text: &'a str) -> Result<Vec<Parsed<'a>>, InputError> {
+    if let Some(pieces) = function_pieces(text) {
+        let parsed = crate::parallel::map(
+            &pieces,
+            || (),
+            |_, _, &(offset, piece)| {
+                let test = crate::guard::catch_panic(|| {
+                    cranelift_reader::parse_test(piece, ParseOptions::default())
+                });
+                match test {
+                    Ok(Ok(test)) => Some(
+                        test.functions
+                            .into_iter()
+                            .map(|(func, details)| Parsed {
+                                func,
+                                details,
+                                offset,
+                            })
+                            .collect::<Vec<_>>(),
+                    ),
+                    _ => None,
+                }
+            },
+        );
+        if let Some(parsed) = parsed.into_iter().collect::<Option<Vec<_>>>() {
+            return Ok(parsed.into_iter().flatten().collect());
+        }
+    }
+    parse_whole(file, text)
+}
+
+/// The file parsed in one piece; errors with the line where they are.
+fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Vec<Parsed<'a>>, InputError> {
+    let options = ParseOptions::default();
+    let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
+        .map_err(|panic| {
+            InputError::new(
+                file,
+                0,
+                format!("the CLIF reader failed on this file: {panic}"),
+            )
+        })?;
+    let test = parsed.map_err(|e| {
+        // The reader goes on lexing past a bad character and reports it where parsing
+        // stopped; find the character's own line.
+        let line = match e.message.as_str() {
+            "invalid character" => invalid_char_line(text).unwrap_or(e.location.line_number),
+            _ => e.location.line_number,
+        };
+        InputError::new(file, line, e.message.clone())
+    })?;
+    Ok(test
+        .functions
+        .into_iter()
+        .map(|(func, details)| Parsed {
+            func,
+            details,
+            offset: 0,
+        })
+        .collect())
+}
+
+/// The pieces of a file that is a plain list of functions (only comments and blank lines
+/// before the first `function` line), each from one `function` line to the next, with the
+/// number of lines before it; None for any other file, or one too small to be worth cutting.
+fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
+    // Below this, the pieces would be parsed on one thread anyway (`crate::parallel`).
+    const MIN_FUNCTIONS: usize = 4096;
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
+    for (line, content) in text.split_inclusive('\n').enumerate() {
+        if content.starts_with("function ") || content.starts_with("function\t") {
+            starts.push((line, at));
+        } else if starts.is_empty() {
+            let trimmed = content.trim();
+            if !trimmed.is_empty() && !trimmed.starts_with(';') {
+                return None;
+            }
+        }
+        at += content.len();
+    }
+    if starts.len() < MIN_FUNCTIONS {
+        return None;
+    }
+    let ends = starts.iter().skip(1).map(|&(_, at)| at).chain([text.len()]);
+    Some(
+        starts
+            .iter()
+            .zip(ends)
+            .map(|(&(line, start), end)| (line, &text[start..end]))
+            .collect(),
+    )
+}
+
 /// The line of the first character the CLIF lexer rejects, outside comments and strings.
 fn invalid_char_line(text: &str) -> Option<usize> {
     let mut line = 1;
@@ -377,14 +480,18 @@ fn invalid_char_line(text: &str) -> Option<usize> {
 /// The checks a function passes before it joins the module: a body, no reference to an
 /// undeclared entity, and (with `verify`) the CLIF verifier.
 fn check_function(
-    func: &Function,
-    details: &cranelift_reader::Details<'_>,
+    parsed: &Parsed,
     file: &Path,
     text: &str,
     flags: &settings::Flags,
     verify_each: bool,
 ) -> Result<(), InputError> {
-    let line = details.location.line_number;
+    let func = &parsed.func;
+    let line = parsed.line();
+    let lines = Lines {
+        map: &parsed.details.map,
+        offset: parsed.offset,
+    };
     if func.layout.entry_block().is_none() {
         let msg = format!(
             "function {} has no blocks: a defined function needs a body",
@@ -394,12 +501,12 @@ fn check_function(
     }
     if let Some((entity, msg)) = crate::references::undeclared_reference(func) {
         let msg = format!("in function {}: {msg}", FuncName::of_function(func));
-        let at = entity_line(text, &details.map, entity).unwrap_or(line);
+        let at = entity_line(text, &lines, entity).unwrap_or(line);
         return Err(InputError::new(file, at, msg));
     }
     if verify_each {
         let source = Source { file, text, line };
-        verify(func, flags, &details.map, &source)?;
+        verify(func, flags, &lines, &source)?;
     }
     Ok(())
 }
@@ -414,7 +521,7 @@ struct Source<'a> {
 fn verify(
     func: &Function,
     flags: &settings::Flags,
-    map: &SourceMap,
+    lines: &Lines,
     source: &Source,
 ) -> Result<(), InputError> {
     let Source {
@@ -434,7 +541,7 @@ fn verify(
         return Ok(());
     };
     let first = &errors.0[0];
-    let line = entity_line(text, map, first.location).unwrap_or(func_line);
+    let line = entity_line(text, lines, first.location).unwrap_or(func_line);
     let context = first
         .context
         .as_deref()
@@ -456,8 +563,8 @@ fn verify(
 /// The line of `entity` in `text`. cranelift-reader records a declaration (`gv0 = ...`) at the
 /// token after it, often the next line, so a declaration's own line is looked up backwards from
 /// there.
-fn entity_line(text: &str, map: &SourceMap, entity: AnyEntity) -> Option<usize> {
-    let recorded = map.location(entity)?.line_number;
+fn entity_line(text: &str, lines: &Lines, entity: AnyEntity) -> Option<usize> {
+    let recorded = lines.map.location(entity)?.line_number + lines.offset;
     if matches!(
         entity,
         AnyEntity::Function | AnyEntity::Inst(_) | AnyEntity::Block(_) | AnyEntity::Value(_)
