@@ -4,6 +4,8 @@
 
 #[path = "cli/global.rs"]
 mod global;
+#[path = "cli/progress.rs"]
+mod progress;
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -262,7 +264,14 @@ fn run(opts: Opts) -> Result<()> {
         default_linkage: opts.default_linkage.into(),
         verify: true,
     };
-    let mut done = pipeline::run_files(&files, read_options, &options)?;
+    let progress = progress::Progress::start();
+    let options = PipelineOptions {
+        on_phase: progress.hook(),
+        ..options
+    };
+    let done = pipeline::run_files(&files, read_options, &options);
+    progress.finish();
+    let mut done = done?;
     if let Some(checked) = &done.verify {
         print_verify_report(checked);
     }
@@ -333,6 +342,7 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
             .as_deref()
             .map(global::read_summary)
             .transpose()?,
+        on_phase: None,
     })
 }
 

@@ -10,7 +10,20 @@ use crate::read::{ReadOptions, read_files};
 use crate::similar::SimilarOptions;
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Told the name of each phase as it starts (`reading`, `global merging`, `merging`,
+/// `verifying`, `compiling`), from the thread that runs the pipeline: what a command line needs
+/// to show progress.
+#[derive(Clone)]
+pub struct PhaseHook(pub Arc<dyn Fn(&'static str) + Send + Sync>);
+
+impl std::fmt::Debug for PhaseHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PhaseHook")
+    }
+}
 
 /// What the pipeline does after merging.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +45,16 @@ pub struct PipelineOptions {
     /// Global merging's round 2 (see [`crate::global`]): what the other units of the program
     /// hold. Functions another unit also holds become thunks to shared bodies first.
     pub summary: Option<crate::global::Summary>,
+    /// Told each phase as it starts.
+    pub on_phase: Option<PhaseHook>,
+}
+
+impl PipelineOptions {
+    fn phase(&self, name: &'static str) {
+        if let Some(hook) = &self.on_phase {
+            (hook.0)(name);
+        }
+    }
 }
 
 /// Everything the pipeline made.
@@ -62,6 +85,7 @@ pub fn run_files(
     options: &PipelineOptions,
 ) -> Result<PipelineOutput> {
     let start = Instant::now();
+    options.phase("reading");
     let module = read_files(files, read_options)?;
     let read_time = start.elapsed();
     let mut output = run(module, options)?;
@@ -76,10 +100,14 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
     let global_start = Instant::now();
+    if options.summary.is_some() {
+        options.phase("global merging");
+    }
     let global = options.summary.as_ref().map(|summary| {
         crate::global::merge_with_summary(&mut module, summary, options.similar.as_ref())
     });
     let global_time = global_start.elapsed();
+    options.phase("merging");
     let (mut report, pass_times) =
         merge_module_with(&mut module, options.mode, options.similar.as_ref());
     if global.is_some() {
@@ -98,6 +126,7 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     #[cfg(feature = "verify")]
     let verify = match (&original, &options.verify) {
         (Some(original), Some(verify_options)) => {
+            options.phase("verifying");
             let start = Instant::now();
             let checked = crate::verify::verify_merge(original, &module, &report, verify_options);
             if !checked.is_ok() {
@@ -112,6 +141,7 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     let object = match &options.object {
         None => None,
         Some(object_options) => {
+            options.phase("compiling");
             let start = Instant::now();
             let object = compile(&module, &report, unmerged.as_ref(), object_options)?;
             phases.push(("compile-and-object", start.elapsed()));
@@ -148,4 +178,48 @@ fn compile(
         out.report.text_bytes_unmerged = Some(base.report.text_bytes);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The hook hears every phase that runs, once, in order, and none that does not.
+    #[test]
+    fn the_phase_hook_hears_each_phase_in_order() {
+        let text = "function %a(i32) -> i32 {\nblock0(v0: i32):\n    v1 = iconst.i32 3\n    \
+                    v2 = iadd v0, v1\n    return v2\n}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.clif");
+        std::fs::write(&file, text).unwrap();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let record = heard.clone();
+        let hook = PhaseHook(Arc::new(move |phase| record.lock().unwrap().push(phase)));
+        let object = crate::emit::object::ObjectOptions {
+            target: crate::emit::object::parse_target("x86_64-unknown-linux-gnu").unwrap(),
+            opt_level: crate::emit::object::OptLevel::Speed,
+            isa: Default::default(),
+            function_sections: false,
+            mode: Mode::Safe,
+            fold_machine_code: true,
+        };
+        let summary = crate::global::Summary::default();
+        let options = PipelineOptions {
+            object: Some(object),
+            summary: Some(summary),
+            on_phase: Some(hook),
+            ..Default::default()
+        };
+        run_files(&[file.clone()], ReadOptions::default(), &options).unwrap();
+        let expected = ["reading", "global merging", "merging", "compiling"];
+        assert_eq!(*heard.lock().unwrap(), expected);
+        heard.lock().unwrap().clear();
+        let quiet = PipelineOptions {
+            on_phase: options.on_phase.clone(),
+            ..Default::default()
+        };
+        run_files(&[file], ReadOptions::default(), &quiet).unwrap();
+        assert_eq!(*heard.lock().unwrap(), ["reading", "merging"]);
+    }
 }
