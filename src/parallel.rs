@@ -86,6 +86,33 @@ pub fn map<T: Sync, R: Send, S>(
     out
 }
 
+/// `f` applied to every item, in order, for items that are each a large piece of work (pieces
+/// of a file, each of many functions): every item is a batch of its own, and two items are
+/// enough to use the pool.
+pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = rayon::current_num_threads().min(8).min(items.len());
+    if threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
+    run_on_pool(threads, || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let result = f(item);
+            done.lock()
+                .expect("no worker panics while holding it")
+                .push((i, result));
+        }
+    });
+    let mut results = done
+        .into_inner()
+        .expect("no worker panics while holding it");
+    results.sort_unstable_by_key(|&(i, _)| i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
 /// `f` applied to every item in place.
 pub fn for_each_mut<T: Send>(items: &mut [T], f: impl Fn(usize, &mut T) + Sync) {
     let threads = threads_for(items.len());

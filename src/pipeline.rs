@@ -211,7 +211,12 @@ mod tests {
             on_phase: Some(hook),
             ..Default::default()
         };
-        run_files(std::slice::from_ref(&file), ReadOptions::default(), &options).unwrap();
+        run_files(
+            std::slice::from_ref(&file),
+            ReadOptions::default(),
+            &options,
+        )
+        .unwrap();
         let expected = ["reading", "global merging", "merging", "compiling"];
         assert_eq!(*heard.lock().unwrap(), expected);
         heard.lock().unwrap().clear();

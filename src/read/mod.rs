@@ -20,7 +20,7 @@ use crate::module::{Alias, ClifModule, FuncName, ModuleError, Origin, SymbolLink
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::settings;
-use cranelift_reader::{ParseOptions, SourceMap};
+use cranelift_reader::{Details, ParseOptions, SourceMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -138,25 +138,35 @@ impl ModuleReader {
         if let Some((line, msg)) = limits::problem(text) {
             return Err(InputError::new(file, line, msg));
         }
-        // Each function is parsed and checked on its own (in parallel in a large file); the
-        // first error in file order is the one reported, as when checking one by one.
-        let functions = parse_functions(file, text)?;
+        // A large file is parsed in pieces and every function checked on its own, in parallel;
+        // the first error in file order is the one reported, as when checking one by one.
+        let pieces = parse_functions(file, text)?;
         let flags = settings::Flags::new(settings::builder());
         let verify_each = self.options.verify;
+        let all: Vec<(&(Function, Details), usize)> = pieces
+            .iter()
+            .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
+            .collect();
         let checked = crate::parallel::map(
-            &functions,
+            &all,
             || (),
-            |_, _, parsed| check_function(parsed, file, text, &flags, verify_each),
+            |_, _, &(parsed, offset)| {
+                check_function(parsed, offset, file, text, &flags, verify_each)
+            },
         );
-        for (parsed, check) in functions.into_iter().zip(checked) {
+        drop(all);
+        let functions = pieces
+            .into_iter()
+            .flat_map(|p| p.functions.into_iter().map(move |f| (f, p.offset)));
+        for (((func, details), offset), check) in functions.zip(checked) {
             check?;
-            let line = parsed.line();
+            let line = details.location.line_number + offset;
             let origin = Origin {
                 file: file.to_path_buf(),
                 line,
             };
             self.module
-                .define_checked(parsed.func, self.options.default_linkage, Some(origin))
+                .define_checked(func, self.options.default_linkage, Some(origin))
                 .map_err(|e| duplicate_error(&self.module, e, file, line))?;
         }
         Ok(())
@@ -322,19 +332,11 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// A function as cranelift-reader parsed it from a piece of a file that starts `offset` lines
+/// Functions as cranelift-reader parsed them from a piece of a file that starts `offset` lines
 /// into the file.
-struct Parsed<'a> {
-    func: Function,
-    details: cranelift_reader::Details<'a>,
+struct Piece<'a> {
+    functions: Vec<(Function, Details<'a>)>,
     offset: usize,
-}
-
-impl Parsed<'_> {
-    /// The line of the `function` keyword in the file.
-    fn line(&self) -> usize {
-        self.details.location.line_number + self.offset
-    }
 }
 
 /// Lines of a function's entities in the file: the parser's source map, and the offset of the
@@ -344,43 +346,33 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// Every function of `text`. A file that is a plain list of functions is cut at its `function`
-/// lines and the pieces are parsed in parallel (when there are many); any other file, and any
-/// file with an error, is parsed whole, so that the error is exactly the one the reader gives
-/// for the file.
-fn parse_functions<'a>(file: &Path, text: &'a str) -> Result<Vec<Parsed<'a>>, InputError> {
+/// Every function of `text`, by piece. A file that is a plain list of many functions is cut
+/// at its `function` lines into pieces of [`PIECE_FUNCTIONS`], parsed in parallel; any other
+/// file, and any file with an error, is parsed whole, so that the error is exactly the one the
+/// reader gives for the file.
+fn parse_functions<'a>(file: &Path, text: &'a str) -> Result<Vec<Piece<'a>>, InputError> {
     if let Some(pieces) = function_pieces(text) {
-        let parsed = crate::parallel::map(
-            &pieces,
-            || (),
-            |_, _, &(offset, piece)| {
-                let test = crate::guard::catch_panic(|| {
-                    cranelift_reader::parse_test(piece, ParseOptions::default())
-                });
-                match test {
-                    Ok(Ok(test)) => Some(
-                        test.functions
-                            .into_iter()
-                            .map(|(func, details)| Parsed {
-                                func,
-                                details,
-                                offset,
-                            })
-                            .collect::<Vec<_>>(),
-                    ),
-                    _ => None,
-                }
-            },
-        );
+        let parsed = crate::parallel::map_large(&pieces, |&(offset, piece)| {
+            let test = crate::guard::catch_panic(|| {
+                cranelift_reader::parse_test(piece, ParseOptions::default())
+            });
+            match test {
+                Ok(Ok(test)) => Some(Piece {
+                    functions: test.functions,
+                    offset,
+                }),
+                _ => None,
+            }
+        });
         if let Some(parsed) = parsed.into_iter().collect::<Option<Vec<_>>>() {
-            return Ok(parsed.into_iter().flatten().collect());
+            return Ok(parsed);
         }
     }
-    parse_whole(file, text)
+    Ok(vec![parse_whole(file, text)?])
 }
 
 /// The file parsed in one piece; errors with the line where they are.
-fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Vec<Parsed<'a>>, InputError> {
+fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> {
     let options = ParseOptions::default();
     let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
         .map_err(|panic| {
@@ -399,22 +391,21 @@ fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Vec<Parsed<'a>>, InputE
         };
         InputError::new(file, line, e.message.clone())
     })?;
-    Ok(test
-        .functions
-        .into_iter()
-        .map(|(func, details)| Parsed {
-            func,
-            details,
-            offset: 0,
-        })
-        .collect())
+    Ok(Piece {
+        functions: test.functions,
+        offset: 0,
+    })
 }
 
+/// Functions per piece of a large file: enough that parsing a piece costs far more than
+/// starting the parser.
+const PIECE_FUNCTIONS: usize = 64;
+
 /// The pieces of a file that is a plain list of functions (only comments and blank lines
-/// before the first `function` line), each from one `function` line to the next, with the
-/// number of lines before it; None for any other file, or one too small to be worth cutting.
+/// before the first `function` line), each from a `function` line to the one [`PIECE_FUNCTIONS`]
+/// later, with the number of lines before it; None for any other file, or one too small to be
+/// worth cutting.
 fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
-    // Below this, the pieces would be parsed on one thread anyway (`crate::parallel`).
     const MIN_FUNCTIONS: usize = 4096;
     let mut starts: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
@@ -432,6 +423,7 @@ fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
     if starts.len() < MIN_FUNCTIONS {
         return None;
     }
+    let starts: Vec<(usize, usize)> = starts.into_iter().step_by(PIECE_FUNCTIONS).collect();
     let ends = starts.iter().skip(1).map(|&(_, at)| at).chain([text.len()]);
     Some(
         starts
@@ -480,17 +472,17 @@ fn invalid_char_line(text: &str) -> Option<usize> {
 /// The checks a function passes before it joins the module: a body, no reference to an
 /// undeclared entity, and (with `verify`) the CLIF verifier.
 fn check_function(
-    parsed: &Parsed,
+    (func, details): &(Function, Details),
+    offset: usize,
     file: &Path,
     text: &str,
     flags: &settings::Flags,
     verify_each: bool,
 ) -> Result<(), InputError> {
-    let func = &parsed.func;
-    let line = parsed.line();
+    let line = details.location.line_number + offset;
     let lines = Lines {
-        map: &parsed.details.map,
-        offset: parsed.offset,
+        map: &details.map,
+        offset,
     };
     if func.layout.entry_block().is_none() {
         let msg = format!(
