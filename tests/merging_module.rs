@@ -522,3 +522,81 @@ int main(void) {
     expected.push_str("distinct 1\n");
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
+
+/// `if x <= 0 { base } else { other(x - 1) + step }`: one half of a mutual recursion.
+fn ping(module: &mut impl Module, id: FuncId, other: FuncId, base: i64, step: i64) {
+    define(module, id, |b, import, x| {
+        let recurse = b.create_block();
+        let done = b.create_block();
+        b.append_block_param(done, types::I32);
+        let small = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, x, 0);
+        let base = b.ins().iconst(types::I32, base);
+        b.ins().brif(small, done, &[base.into()], recurse, &[]);
+        b.seal_block(recurse);
+        b.switch_to_block(recurse);
+        let f = import(other, b);
+        let n1 = b.ins().iadd_imm_s(x, -1);
+        let call = b.ins().call(f, &[n1]);
+        let r = b.inst_results(call)[0];
+        let r = b.ins().iadd_imm_s(r, step);
+        b.ins().jump(done, &[r.into()]);
+        b.seal_block(done);
+        b.switch_to_block(done);
+        b.block_params(done)[0]
+    });
+}
+
+/// What `even`/`odd` of [`mutual_pairs`] return for `x`.
+fn even_odd(x: i32) -> (i32, i32) {
+    let (mut even, mut odd) = (1, 0);
+    for _ in 0..x {
+        (even, odd) = (odd + 3, even + 7);
+    }
+    (even, odd)
+}
+
+/// Two copies of a mutually recursive pair (`even_k` calls `odd_k`, which calls `even_k`), the
+/// callers defined before their callees; returns [even0, odd0, even1, odd1].
+fn mutual_pairs(module: &mut impl Module) -> [FuncId; 4] {
+    let ids = ["even0", "odd0", "even1", "odd1"].map(|n| declare(module, n, Linkage::Export));
+    let [even0, odd0, even1, odd1] = ids;
+    ping(module, even0, odd0, 1, 3);
+    ping(module, odd0, even0, 0, 7);
+    ping(module, even1, odd1, 1, 3);
+    ping(module, odd1, even1, 0, 7);
+    ids
+}
+
+#[test]
+fn deferred_mutually_recursive_pairs_merge_and_compute() {
+    let mut module = MergingModule::deferred(jit());
+    let [even0, odd0, even1, odd1] = mutual_pairs(&mut module);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(
+        report.merged, 2,
+        "one pair is merged into the other: {report:?}"
+    );
+    for x in 0..10 {
+        let (even, odd) = even_odd(x);
+        assert_eq!((call(&jit, even0, x), call(&jit, odd0, x)), (even, odd));
+        assert_eq!((call(&jit, even1, x), call(&jit, odd1, x)), (even, odd));
+    }
+}
+
+/// Eager mode compiles a function when it is defined, so a caller defined before its callee
+/// compares the callee by name: the second pair's `even1` (whose callee `odd1` is not defined
+/// yet) is compiled, and everything still computes.
+#[test]
+fn eager_mutually_recursive_pairs_compute() {
+    let mut module = MergingModule::new(jit());
+    let [even0, odd0, even1, odd1] = mutual_pairs(&mut module);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert!(report.merged <= 2, "{report:?}");
+    for x in 0..10 {
+        let (even, odd) = even_odd(x);
+        assert_eq!((call(&jit, even0, x), call(&jit, odd0, x)), (even, odd));
+        assert_eq!((call(&jit, even1, x), call(&jit, odd1, x)), (even, odd));
+    }
+}
