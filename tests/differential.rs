@@ -934,3 +934,85 @@ fn similar_merged_generated_modules_behave_the_same_natively() {
     assert!(totals.groups >= n, "only {} similar groups", totals.groups);
     assert!(totals.removed >= 1, "no member was removed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// (e) Global merging: generated modules split into units, each unit's round 2 (with and without
+// similar merging forced) against the unit as it was, in the interpreter. Calls to other units
+// are imports there, so what is checked is each unit's own rewrite: members that became thunks
+// to shared bodies (passing their own callees and constants) behave as before.
+
+/// The module's functions dealt to `n` units (an alias goes with its target).
+fn split_units(module: &ClifModule, n: usize) -> Vec<ClifModule> {
+    let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
+    for (i, mf) in module.functions().enumerate() {
+        units[i % n]
+            .define(mf.func.clone(), mf.linkage, None)
+            .expect("a function of a valid module");
+    }
+    for alias in module.aliases() {
+        if let Some(unit) = units
+            .iter_mut()
+            .find(|u| u.resolve(&alias.target).is_some())
+        {
+            unit.add_alias(alias.clone())
+                .expect("its target is in the unit");
+        }
+    }
+    units
+}
+
+#[test]
+fn global_round_two_units_behave_the_same_in_the_interpreter() {
+    use clif_merge::global::{Summary, merge_with_summary};
+    let n = cases(20);
+    let cfg = ModGenConfig::interpreter();
+    let options = test_options();
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    let mut seeds = Seeds(0x610b_a100_5eed_0005);
+    let (mut shared, mut with_parameters, mut members) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for case in 0..n {
+        let gm = generate_module(&seeds.data(3000), &cfg);
+        let units = split_units(&gm.module(), 3);
+        let summary = Summary::combine(units.iter().map(Summary::of_module));
+        for (u, unit) in units.iter().enumerate() {
+            for mode in MODES {
+                for similar in [None, Some(&forced)] {
+                    let mut merged = unit.clone();
+                    let global = merge_with_summary(&mut merged, &summary, similar);
+                    let (mut report, _) = merge_module_with(&mut merged, mode, similar);
+                    shared += global.shared.len();
+                    with_parameters += global.shared.iter().filter(|s| s.parameters > 0).count();
+                    members += global.members();
+                    report.add_global(global);
+                    for mf in merged.functions() {
+                        let flags = settings::Flags::new(settings::builder());
+                        cranelift_codegen::verify_function(&mf.func, &flags)
+                            .unwrap_or_else(|e| panic!("case {case} unit {u}: {}: {e}", mf.name));
+                    }
+                    let v = verify_merge(unit, &merged, &report, &options);
+                    if !v.is_ok() && failures.len() < 2 {
+                        let context = format!(
+                            "global, case {case}, unit {u}, similar {}",
+                            similar.is_some()
+                        );
+                        failures.push(failure_text(&context, mode, unit, &merged, &v));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "differential (global): {n} modules x 3 units x 3 modes x 2: {shared} shared bodies \
+         ({with_parameters} with parameters), {members} members"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(shared >= n, "only {shared} shared bodies in {n} modules");
+    assert!(
+        with_parameters >= n / 2,
+        "only {with_parameters} with parameters"
+    );
+}
