@@ -387,3 +387,59 @@ fn shared_bodies_are_comdat_groups_and_weak_definitions() {
         }
     }
 }
+
+/// The Mach-O linker for tests: `ld64.lld` (LLVM's Mach-O port, in Debian's `lld`), if any.
+fn macho_linker() -> Option<&'static str> {
+    ["ld64.lld", "ld64.lld-14", "ld64.lld-22"]
+        .into_iter()
+        .find(|tool| tool_exists(tool))
+}
+
+/// Mach-O (x86_64 and arm64): the units' objects link into a dylib with `ld64.lld` (no ICF
+/// option); the weak definitions are coalesced into one copy of each shared body, and the text
+/// is smaller than that of the units merged alone.
+#[test]
+fn macho_units_link_with_one_copy_of_each_shared_body() {
+    let Some(linker) = macho_linker() else {
+        assert!(std::env::var_os("CI").is_none(), "CI needs ld64.lld (lld)");
+        eprintln!("note: skipping: no ld64.lld");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let units = units();
+    let summary = summary_of(&units);
+    for (triple, arch) in [
+        ("x86_64-apple-darwin", "x86_64"),
+        ("aarch64-apple-darwin", "arm64"),
+    ] {
+        let link = |summary: Option<&Summary>, label: &str| {
+            let out = dir.path().join(format!("{label}-{arch}.dylib"));
+            let mut cmd = Command::new(linker);
+            cmd.args(["-arch", arch, "-platform_version", "macos", "11.0", "11.0"])
+                .args(["-dylib", "-undefined", "dynamic_lookup", "-o"])
+                .arg(&out);
+            for (k, unit) in units.iter().enumerate() {
+                let path = dir.path().join(format!("{label}-{arch}-{k}.o"));
+                std::fs::write(&path, build(unit, summary, Mode::Aliases, triple)).unwrap();
+                cmd.arg(path);
+            }
+            run_ok(&mut cmd);
+            let bytes = std::fs::read(&out).unwrap();
+            let file = object::File::parse(&*bytes).unwrap();
+            let text = file.section_by_name("__text").unwrap().size();
+            (text, shared_body_symbols(&bytes))
+        };
+        let (alone, _) = link(None, "alone");
+        let (global, shared) = link(Some(&summary), "global");
+        assert!(
+            global < alone,
+            "{triple}: {global} bytes with summaries, {alone} alone"
+        );
+        assert_eq!(
+            shared.len(),
+            4,
+            "{triple}: mix, fact, addr, even: {shared:?}"
+        );
+        assert!(shared.iter().all(|(_, n)| *n == 1), "{triple}: {shared:?}");
+    }
+}
