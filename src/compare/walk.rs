@@ -132,6 +132,24 @@ impl FingerprintWriter {
         }
     }
 
+    /// Walks `func` as [`FingerprintWriter::write_with_holes`] does but keeps the result in the
+    /// writer, for a caller that only hashes the tokens ([`FingerprintWriter::tokens`]) and
+    /// keeps the hole values ([`FingerprintWriter::holes`]): no copy of the tokens.
+    pub fn walk_with_holes(&mut self, func: &Function, resolver: &dyn Resolver, kinds: HoleKinds) {
+        self.hole_kinds = kinds;
+        self.walk(func, resolver);
+    }
+
+    /// The tokens of the last walk.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// The hole values of the last walk.
+    pub fn holes(&self) -> &[Hole] {
+        &self.holes
+    }
+
     /// A cheap hash of `func`: the blocks in the order of the walk, each with its parameter
     /// count and its instructions' opcodes and branch targets; no values, types or fields.
     ///

@@ -79,7 +79,8 @@ pub fn merge_with_summary(
         shared: Vec::new(),
     };
     let mut done = FxHashSet::default();
-    report.shared = super::params::share_with_parameters(module, summary, &own, similar, &mut done);
+    report.shared =
+        super::params::share_with_parameters(module, &refs, summary, &own, similar, &mut done);
     let elsewhere = keys_elsewhere(module, summary);
     let mut groups: BTreeMap<u128, Vec<FunctionId>> = BTreeMap::new();
     for f in own.iter().filter(|f| !done.contains(&f.id)) {
@@ -96,11 +97,11 @@ pub fn merge_with_summary(
     report
 }
 
-/// A function of the unit that may be shared: its content key and fingerprint with holes.
+/// A function of the unit that may be shared: its content key, parameter key and hole values.
 pub(super) struct OwnFunction {
     pub(super) id: FunctionId,
     pub(super) key: u128,
-    pub(super) param: Option<crate::compare::Fingerprint>,
+    pub(super) param: Option<super::summary::ParamRecord>,
 }
 
 /// The content keys of summary functions that this module does not define (functions of other

@@ -21,8 +21,8 @@ pub(super) struct ProgramEntry<'a> {
     pub(super) param_key: u128,
     /// Its hole values.
     pub(super) holes: &'a [Hole],
-    /// When it is a function of this unit: its id and fingerprint.
-    pub(super) own: Option<(FunctionId, &'a Fingerprint)>,
+    /// When it is a function of this unit: its id.
+    pub(super) own: Option<FunctionId>,
 }
 
 /// A token no other token of a class fingerprint equals: "a class reference here".

@@ -13,13 +13,14 @@
 //! bodies never get one name short of a 128-bit FNV collision. Both are the same in every unit,
 //! on every machine and in every build of one `ENCODING_VERSION`.
 
+use super::summary::ParamRecord;
 use crate::compare::stable_hash::{GroupingHash, StableHash};
 use crate::compare::{
     ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, NameKey, RefKind, Resolver,
 };
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::refs::ModuleRefs;
-use crate::similar::across::param_fingerprint;
+use crate::similar::across::param_key_and_holes;
 use cranelift_codegen::ir::{ExternalName, Function};
 
 /// Every name by identity but calls of the function itself.
@@ -40,15 +41,18 @@ impl Resolver for SelfResolver {
 }
 
 /// The content key of module function `id` and, when it may share a body with parameters, its
-/// fingerprint with holes, from one walk (see the module docs).
+/// parameter key and hole values, from one walk (see the module docs).
 pub fn function_key(
     module: &ClifModule,
     refs: &ModuleRefs,
     id: FunctionId,
     writer: &mut FingerprintWriter,
-) -> (u128, Option<Fingerprint>) {
-    match param_fingerprint(module, refs, id, writer) {
-        Some(fp) => (key_with_holes(&fp), Some(fp)),
+) -> (u128, Option<ParamRecord>) {
+    match param_key_and_holes(module, refs, id, writer) {
+        Some((key, holes)) => (
+            key_with_holes(key, &holes),
+            Some(ParamRecord { key, holes }),
+        ),
         None => {
             let fp = writer.write(&module.function(id).func, &self_resolver(module, id));
             (plain_key(&fp), None)
@@ -62,13 +66,14 @@ fn self_resolver(module: &ClifModule, id: FunctionId) -> SelfResolver {
     }
 }
 
-fn key_with_holes(fp: &Fingerprint) -> u128 {
+/// The key of a function from its parameter key (which hashes its tokens) and its holes.
+fn key_with_holes(param_key: u128, holes: &[Hole]) -> u128 {
     let mut h = GroupingHash::new();
     h.str("clif-merge exact with holes");
-    h.u64(u64::from(ENCODING_VERSION));
-    h.words(&fp.tokens);
-    h.u64(fp.holes.len() as u64);
-    for hole in &fp.holes {
+    h.u64(param_key as u64);
+    h.u64((param_key >> 64) as u64);
+    h.u64(holes.len() as u64);
+    for hole in holes {
         match hole {
             Hole::Int(bits) => {
                 h.u64(1);

@@ -21,8 +21,9 @@
 use super::apply::{OwnFunction, SharedBody};
 use super::classes::{ProgramEntry, program_classes};
 use super::summary::Summary;
-use crate::compare::{Fingerprint, Hole};
+use crate::compare::{Fingerprint, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, FunctionId};
+use crate::refs::ModuleRefs;
 use crate::similar::SimilarOptions;
 use crate::similar::across;
 use rustc_hash::FxHashSet;
@@ -48,12 +49,13 @@ struct Group<'a> {
     /// Whether a function of another unit is in it.
     elsewhere: bool,
     /// The unit's own functions in it, in module order.
-    own: Vec<(FunctionId, &'a Fingerprint)>,
+    own: Vec<FunctionId>,
 }
 
 /// Shares every group that pays; the unit's functions it made thunks go to `done`.
 pub(super) fn share_with_parameters(
     module: &mut ClifModule,
+    refs: &ModuleRefs,
     summary: &Summary,
     own: &[OwnFunction],
     similar: Option<&SimilarOptions>,
@@ -76,8 +78,8 @@ pub(super) fn share_with_parameters(
                 .collect(),
         };
         for group in groups(&entries, &keys).into_values() {
-            if let Some(body) = share_group(module, &group, options) {
-                done.extend(group.own.iter().map(|(id, _)| *id));
+            if let Some(body) = share_group(module, refs, &group, options) {
+                done.extend(group.own.iter().copied());
                 shared.push(body);
             }
         }
@@ -95,12 +97,12 @@ fn program_entries<'a>(
 ) -> Vec<ProgramEntry<'a>> {
     let mut entries = Vec::new();
     for f in own.iter().filter(|f| !done.contains(&f.id)) {
-        if let Some(fp) = &f.param {
+        if let Some(param) = &f.param {
             entries.push(ProgramEntry {
                 name: module.function(f.id).name.clone(),
-                param_key: across::param_key(fp),
-                holes: &fp.holes,
-                own: Some((f.id, fp)),
+                param_key: param.key,
+                holes: &param.holes,
+                own: Some(f.id),
             });
         }
     }
@@ -140,18 +142,25 @@ fn groups<'a>(entries: &[ProgramEntry<'a>], keys: &[Option<u128>]) -> BTreeMap<u
 /// Writes the group's shared body and makes the unit's members thunks, when it pays.
 fn share_group(
     module: &mut ClifModule,
+    refs: &ModuleRefs,
     group: &Group,
     options: &SimilarOptions,
 ) -> Option<SharedBody> {
     let variants: Vec<&[Hole]> = group.variants.iter().copied().collect();
-    let first = group.own[0];
-    let plan = across::plan(module, first, &variants, group.functions, options)?;
-    let parameters = plan.parameters();
+    // The members' fingerprints again (the first walk kept only keys and holes).
+    let mut writer = FingerprintWriter::new();
     let members: Vec<(FunctionId, Fingerprint)> = group
         .own
         .iter()
-        .map(|(id, fp)| (*id, (*fp).clone()))
+        .map(|&id| {
+            let fp = across::param_fingerprint(module, refs, id, &mut writer)
+                .expect("a member may share a body with parameters");
+            (id, fp)
+        })
         .collect();
+    let first = (members[0].0, &members[0].1);
+    let plan = across::plan(module, first, &variants, group.functions, options)?;
+    let parameters = plan.parameters();
     let name = across::apply(module, plan, &members)?;
     let mut names: Vec<FuncName> = members
         .iter()

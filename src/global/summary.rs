@@ -24,7 +24,6 @@ use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
 use crate::refs::ModuleRefs;
-use crate::similar::across::param_key;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
@@ -84,10 +83,7 @@ impl Summary {
                 key,
                 linkage: mf.linkage,
                 address_taken: refs.address_taken(id),
-                param: param.map(|fp| ParamRecord {
-                    key: param_key(&fp),
-                    holes: fp.holes,
-                }),
+                param,
             }
         });
         Summary::from_entries(entries)

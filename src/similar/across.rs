@@ -105,13 +105,32 @@ pub(crate) fn param_fingerprint(
     Some(writer.write_with_holes(&module.function(id).func, &resolver, HOLES))
 }
 
+/// [`param_fingerprint`]'s parameter key and hole values, without keeping the tokens.
+pub(crate) fn param_key_and_holes(
+    module: &ClifModule,
+    refs: &ModuleRefs,
+    id: FunctionId,
+    writer: &mut FingerprintWriter,
+) -> Option<(u128, Vec<Hole>)> {
+    if !is_candidate(module, id) {
+        return None;
+    }
+    let resolver = AcrossResolver {
+        module,
+        me: id,
+        callees: &refs.of_function(id).callees,
+    };
+    writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
+    Some((tokens_key(writer.tokens()), writer.holes().to_vec()))
+}
+
 /// The parameter key: a stable 128-bit grouping hash of the fingerprint's tokens (it only
 /// groups: the shared body is named after its content, `rewrite::content_hash`).
-pub(crate) fn param_key(fp: &Fingerprint) -> u128 {
+fn tokens_key(tokens: &[u32]) -> u128 {
     let mut h = GroupingHash::new();
     h.str("clif-merge param");
     h.u64(u64::from(ENCODING_VERSION));
-    h.words(&fp.tokens);
+    h.words(tokens);
     h.finish()
 }
 
