@@ -8,10 +8,11 @@
 //! as parameters, and each member passes its own. A stale summary makes wrong groups, which cost
 //! bytes, never behaviour.
 
+use crate::compare::stable_hash::GroupingHash;
 use crate::compare::{Fingerprint, Hole};
 use crate::module::{FuncName, FunctionId};
 use cranelift_entity::PrimaryMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A function of the program that may share a body with parameters.
 pub(super) struct ProgramEntry<'a> {
@@ -28,7 +29,13 @@ pub(super) struct ProgramEntry<'a> {
 /// A token no other token of a class fingerprint equals: "a class reference here".
 const CALLEE_CLASS: u32 = u32::MAX;
 
-/// Each entry's class (an index), or None when it is alone in its class.
+/// Each entry's class (an index), or None when it is alone in its class or cannot be in a class
+/// with a function of this unit.
+///
+/// Only the entries that may share a class with one of this unit's functions (the same tokens
+/// but for callees) and what they call, transitively, are refined: whether two functions are
+/// equal depends on nothing but what they reach, so refining that part alone gives the classes
+/// the whole program would give there, at a cost that does not grow with the program.
 pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
     let mut by_name: FxHashMap<&FuncName, Option<usize>> = FxHashMap::default();
     for (i, e) in entries.iter().enumerate() {
@@ -37,9 +44,36 @@ pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
             .and_modify(|found| *found = None)
             .or_insert(Some(i));
     }
-    let fingerprints: PrimaryMap<FunctionId, Fingerprint> = entries
+    let callee = |hole: &Hole| match hole {
+        Hole::Callee(name) => by_name.get(name).copied().flatten(),
+        _ => None,
+    };
+    let own: FxHashSet<u128> = entries
         .iter()
-        .map(|e| class_fingerprint(e, &by_name))
+        .filter(|e| e.own.is_some())
+        .map(callee_blind_key)
+        .collect();
+    let mut part: Vec<usize> = Vec::new();
+    let mut index: Vec<Option<u32>> = vec![None; entries.len()];
+    for (i, e) in entries.iter().enumerate() {
+        if own.contains(&callee_blind_key(e)) {
+            index[i] = Some(part.len() as u32);
+            part.push(i);
+        }
+    }
+    let mut next = 0;
+    while let Some(&i) = part.get(next) {
+        next += 1;
+        for j in entries[i].holes.iter().filter_map(callee) {
+            if index[j].is_none() {
+                index[j] = Some(part.len() as u32);
+                part.push(j);
+            }
+        }
+    }
+    let fingerprints: PrimaryMap<FunctionId, Fingerprint> = part
+        .iter()
+        .map(|&i| class_fingerprint(&entries[i], &callee, &index))
         .collect();
     let hashes: PrimaryMap<FunctionId, u64> =
         fingerprints.values().map(crate::compare::hash).collect();
@@ -50,28 +84,46 @@ pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
         .enumerate()
     {
         for f in class {
-            class_of[f.as_u32() as usize] = Some(c as u32);
+            class_of[part[f.as_u32() as usize]] = Some(c as u32);
         }
     }
     class_of
+}
+
+/// A key of the entry's tokens and hole values with every callee left out: entries in one class
+/// have one.
+fn callee_blind_key(e: &ProgramEntry) -> u128 {
+    let mut h = GroupingHash::new();
+    h.u64(e.param_key as u64);
+    h.u64((e.param_key >> 64) as u64);
+    for hole in e.holes {
+        match hole {
+            Hole::Int(bits) | Hole::F64(bits) => h.u64(*bits),
+            Hole::F32(bits) => h.u64(u64::from(*bits)),
+            Hole::Name(name) => crate::global::key::hash_name(&mut h, name),
+            Hole::Callee(_) => h.u64(u64::MAX),
+        }
+    }
+    h.finish()
 }
 
 /// The entry as tokens: its parameter key, then each hole's value, a callee that names exactly
 /// one entry as a class reference to it.
 fn class_fingerprint(
     e: &ProgramEntry,
-    by_name: &FxHashMap<&FuncName, Option<usize>>,
+    callee: &impl Fn(&Hole) -> Option<usize>,
+    index: &[Option<u32>],
 ) -> Fingerprint {
     let mut fp = Fingerprint::default();
     push_u128(&mut fp.tokens, e.param_key);
     for hole in e.holes {
         match hole {
-            Hole::Callee(name) => match by_name.get(name) {
-                Some(Some(i)) => {
+            Hole::Callee(name) => match callee(hole).and_then(|i| index[i]) {
+                Some(i) => {
                     fp.tokens.push(CALLEE_CLASS);
-                    fp.class_refs.push(FunctionId::from_u32(*i as u32));
+                    fp.class_refs.push(FunctionId::from_u32(i));
                 }
-                _ => push_name(&mut fp.tokens, 5, name),
+                None => push_name(&mut fp.tokens, 5, name),
             },
             Hole::Int(bits) => fp.tokens.extend([1, *bits as u32, (*bits >> 32) as u32]),
             Hole::F32(bits) => fp.tokens.extend([2, *bits]),
