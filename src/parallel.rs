@@ -19,6 +19,13 @@ const PARALLEL_MIN_ITEMS: usize = 4096;
 /// enough that the threads finish close together.
 const BATCH: usize = 32;
 
+/// [`map_weighted`]'s threshold: work of about this many instructions (a few milliseconds'
+/// walking) is worth a second thread.
+const PARALLEL_MIN_WEIGHT: usize = 20_000;
+
+/// [`map_weighted`]'s batch: about this many instructions.
+const BATCH_WEIGHT: usize = 2_000;
+
 /// Threads to use for `items` items: at most 8 (more wait on memory, not on work).
 fn threads_for(items: usize) -> usize {
     if items < PARALLEL_MIN_ITEMS {
@@ -55,7 +62,63 @@ pub fn map<T: Sync, R: Send, S>(
             .map(|(i, item)| f(&mut state, i, item))
             .collect();
     }
-    let batches: Vec<&[T]> = items.chunks(BATCH).collect();
+    let batches: Vec<(usize, &[T])> = items
+        .chunks(BATCH)
+        .enumerate()
+        .map(|(b, batch)| (b * BATCH, batch))
+        .collect();
+    map_batches(threads, &batches, init, f)
+}
+
+/// `f` applied to every item, in order, for items whose work differs widely (functions of a
+/// few instructions and of thousands): `weight` estimates an item's work; threads are used when
+/// the total is at least [`PARALLEL_MIN_WEIGHT`], in batches of about [`BATCH_WEIGHT`].
+pub fn map_weighted<T: Sync, R: Send, S>(
+    items: &[T],
+    weight: impl Fn(&T) -> usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize, &T) -> R + Sync,
+) -> Vec<R> {
+    let mut batches: Vec<(usize, &[T])> = Vec::new();
+    let (mut start, mut in_batch, mut total) = (0, 0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let w = weight(item).max(1);
+        in_batch += w;
+        total += w;
+        if in_batch >= BATCH_WEIGHT {
+            batches.push((start, &items[start..=i]));
+            start = i + 1;
+            in_batch = 0;
+        }
+    }
+    if start < items.len() {
+        batches.push((start, &items[start..]));
+    }
+    let threads = if total < PARALLEL_MIN_WEIGHT || batches.len() < 2 {
+        1
+    } else {
+        rayon::current_num_threads().min(8)
+    };
+    if threads < 2 {
+        let mut state = init();
+        return items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| f(&mut state, i, item))
+            .collect();
+    }
+    map_batches(threads, &batches, init, f)
+}
+
+/// Runs `f` over `batches` (each with the index of its first item) on `threads` threads and
+/// puts the results back in item order.
+fn map_batches<T: Sync, R: Send, S>(
+    threads: usize,
+    batches: &[(usize, &[T])],
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize, &T) -> R + Sync,
+) -> Vec<R> {
+    let items: usize = batches.iter().map(|(_, b)| b.len()).sum();
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::with_capacity(batches.len()));
     run_on_pool(threads, || {
@@ -63,11 +126,13 @@ pub fn map<T: Sync, R: Send, S>(
         let mut mine = Vec::new();
         loop {
             let b = next.fetch_add(1, Ordering::Relaxed);
-            let Some(batch) = batches.get(b) else { break };
+            let Some(&(first, batch)) = batches.get(b) else {
+                break;
+            };
             let results = batch
                 .iter()
                 .enumerate()
-                .map(|(j, item)| f(&mut state, b * BATCH + j, item))
+                .map(|(j, item)| f(&mut state, first + j, item))
                 .collect();
             mine.push((b, results));
         }
@@ -79,7 +144,7 @@ pub fn map<T: Sync, R: Send, S>(
         .into_inner()
         .expect("no worker panics while holding it");
     batches.sort_unstable_by_key(|&(b, _)| b);
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Vec::with_capacity(items);
     for (_, results) in batches {
         out.extend(results);
     }
@@ -158,6 +223,17 @@ mod tests {
             },
         );
         assert_eq!(out, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn map_weighted_keeps_the_order_of_items_of_any_weight() {
+        // Weights from 1 to several batches' worth, so that batches hold one item or many.
+        let items: Vec<usize> = (0..3_000).collect();
+        let weight = |&x: &usize| if x % 97 == 0 { 3 * BATCH_WEIGHT } else { x % 13 };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let out = pool.install(|| map_weighted(&items, weight, || (), |_, i, &x| (i, x * 3)));
+        let expected: Vec<(usize, usize)> = items.iter().map(|&x| (x, x * 3)).collect();
+        assert_eq!(out, expected);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Round 2: a unit's functions whose content another unit also holds become thunks to one
 //! shared body named after that content, which every such unit emits and the linker keeps once.
 
-use super::key::function_key;
+use super::key::{function_key, walk_weight};
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
@@ -60,8 +60,11 @@ pub fn merge_with_summary(
     similar: Option<&SimilarOptions>,
 ) -> GlobalReport {
     let refs = ModuleRefs::of(module);
-    let own: Vec<Option<OwnFunction>> =
-        parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
+    let own: Vec<Option<OwnFunction>> = parallel::map_weighted(
+        module.ids(),
+        walk_weight(module),
+        FingerprintWriter::new,
+        |writer, _, &id| {
             let mf = module.function(id);
             let refs_of = refs.of_function(id);
             let eligible = !mf.linkage.is_preemptible()
@@ -72,7 +75,8 @@ pub fn merge_with_summary(
                 let (key, param) = function_key(module, &refs, id, writer);
                 OwnFunction { id, key, param }
             })
-        });
+        },
+    );
     let own: Vec<OwnFunction> = own.into_iter().flatten().collect();
     let mut report = GlobalReport {
         summary_functions: summary.entries().len(),

@@ -35,7 +35,8 @@ const CALLEE_CLASS: u32 = u32::MAX;
 /// Only the entries that may share a class with one of this unit's functions (the same tokens
 /// but for callees) and what they call, transitively, are refined: whether two functions are
 /// equal depends on nothing but what they reach, so refining that part alone gives the classes
-/// the whole program would give there, at a cost that does not grow with the program.
+/// the whole program would give there. A callee no other entry shares a parameter key with is
+/// alone in its class whatever it calls: it stays a name and the closure stops there.
 pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
     let mut by_name: FxHashMap<&FuncName, Option<usize>> = FxHashMap::default();
     for (i, e) in entries.iter().enumerate() {
@@ -48,24 +49,30 @@ pub(super) fn program_classes(entries: &[ProgramEntry]) -> Vec<Option<u32>> {
         Hole::Callee(name) => by_name.get(name).copied().flatten(),
         _ => None,
     };
-    let own: FxHashSet<u128> = entries
-        .iter()
-        .filter(|e| e.own.is_some())
-        .map(callee_blind_key)
-        .collect();
+    // Entries of one class have one parameter key (a cheap test that leaves out most of the
+    // program) and one callee-blind key (which hashes every hole value).
+    let own_entries = entries.iter().filter(|e| e.own.is_some());
+    let own_params: FxHashSet<u128> = own_entries.clone().map(|e| e.param_key).collect();
+    let own: FxHashSet<u128> = own_entries.map(callee_blind_key).collect();
     let mut part: Vec<usize> = Vec::new();
     let mut index: Vec<Option<u32>> = vec![None; entries.len()];
     for (i, e) in entries.iter().enumerate() {
-        if own.contains(&callee_blind_key(e)) {
+        if own_params.contains(&e.param_key) && own.contains(&callee_blind_key(e)) {
             index[i] = Some(part.len() as u32);
             part.push(i);
         }
+    }
+    // A callee whose parameter key no other entry has is alone in its class: it is written by
+    // name, and what it calls need not be refined.
+    let mut param_counts: FxHashMap<u128, u32> = FxHashMap::default();
+    for e in entries {
+        *param_counts.entry(e.param_key).or_default() += 1;
     }
     let mut next = 0;
     while let Some(&i) = part.get(next) {
         next += 1;
         for j in entries[i].holes.iter().filter_map(callee) {
-            if index[j].is_none() {
+            if index[j].is_none() && param_counts[&entries[j].param_key] > 1 {
                 index[j] = Some(part.len() as u32);
                 part.push(j);
             }

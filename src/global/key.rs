@@ -16,7 +16,7 @@
 use super::summary::ParamRecord;
 use crate::compare::stable_hash::{GroupingHash, StableHash};
 use crate::compare::{
-    ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, NameKey, RefKind, Resolver,
+    ENCODING_VERSION, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::refs::ModuleRefs;
@@ -54,10 +54,16 @@ pub fn function_key(
             Some(ParamRecord { key, holes }),
         ),
         None => {
-            let fp = writer.write(&module.function(id).func, &self_resolver(module, id));
-            (plain_key(&fp), None)
+            let func = &module.function(id).func;
+            writer.walk_with_holes(func, &self_resolver(module, id), HoleKinds::NONE);
+            (plain_key(writer.tokens()), None)
         }
     }
+}
+
+/// The work of keying a function, for spreading keying over threads: its instruction count.
+pub(super) fn walk_weight(module: &ClifModule) -> impl Fn(&FunctionId) -> usize {
+    |&id| module.function(id).func.dfg.num_insts()
 }
 
 fn self_resolver(module: &ClifModule, id: FunctionId) -> SelfResolver {
@@ -114,11 +120,11 @@ pub(crate) fn hash_name(h: &mut GroupingHash, name: &FuncName) {
     }
 }
 
-fn plain_key(fp: &Fingerprint) -> u128 {
+fn plain_key(tokens: &[u32]) -> u128 {
     let mut h = GroupingHash::new();
     h.str("clif-merge exact");
     h.u64(u64::from(ENCODING_VERSION));
-    h.words(&fp.tokens);
+    h.words(tokens);
     h.finish()
 }
 

@@ -1,7 +1,7 @@
 //! Summaries: what round 2 of global merging knows of the other units, as a versioned text file.
 //!
 //! ```text
-//! clif-merge summary 2
+//! clif-merge summary 3
 //! encoding 2
 //! f 5d1c…(32 hex digits) export - u0:12 p 77a0…(32 hex digits) i2a cu0:612 n%table
 //! f 0b93…(32 hex digits) local a %helper
@@ -19,7 +19,7 @@
 //! ends, holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
-use super::key::function_key;
+use super::key::{function_key, walk_weight};
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
@@ -28,8 +28,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
-/// The version of the summary format; a summary of another version is refused.
-pub const SUMMARY_VERSION: u32 = 2;
+/// The version of the summary format and of its keys' hash (3: token runs hashed in four
+/// lanes); a summary of another version is refused.
+pub const SUMMARY_VERSION: u32 = 3;
 
 /// One defined function of a unit.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -75,17 +76,22 @@ impl Summary {
     /// The summary of a unit: every function with a body (round 1).
     pub fn of_module(module: &ClifModule) -> Summary {
         let refs = ModuleRefs::of(module);
-        let entries = parallel::map(module.ids(), FingerprintWriter::new, |writer, _, &id| {
-            let mf = module.function(id);
-            let (key, param) = function_key(module, &refs, id, writer);
-            SummaryEntry {
-                name: mf.name.clone(),
-                key,
-                linkage: mf.linkage,
-                address_taken: refs.address_taken(id),
-                param,
-            }
-        });
+        let entries = parallel::map_weighted(
+            module.ids(),
+            walk_weight(module),
+            FingerprintWriter::new,
+            |writer, _, &id| {
+                let mf = module.function(id);
+                let (key, param) = function_key(module, &refs, id, writer);
+                SummaryEntry {
+                    name: mf.name.clone(),
+                    key,
+                    linkage: mf.linkage,
+                    address_taken: refs.address_taken(id),
+                    param,
+                }
+            },
+        );
         Summary::from_entries(entries)
     }
 

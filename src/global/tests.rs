@@ -83,7 +83,7 @@ fn summaries_round_trip_and_combine_in_any_order() {
 fn bad_summaries_are_refused_with_the_line() {
     let good = Summary::of_module(&module(&unit(&["%a", "%b"]))).to_text();
     let cases = [
-        (good.replace("summary 2", "summary 9"), 1, "version 9"),
+        (good.replace("summary 3", "summary 9"), 1, "version 9"),
         (good.replacen(" i7", " q7", 1), 3, "bad hole value `q7`"),
         (
             good.replacen(" p ", " r ", 1),
