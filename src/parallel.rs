@@ -229,8 +229,17 @@ mod tests {
     fn map_weighted_keeps_the_order_of_items_of_any_weight() {
         // Weights from 1 to several batches' worth, so that batches hold one item or many.
         let items: Vec<usize> = (0..3_000).collect();
-        let weight = |&x: &usize| if x % 97 == 0 { 3 * BATCH_WEIGHT } else { x % 13 };
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let weight = |&x: &usize| {
+            if x % 97 == 0 {
+                3 * BATCH_WEIGHT
+            } else {
+                x % 13
+            }
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         let out = pool.install(|| map_weighted(&items, weight, || (), |_, i, &x| (i, x * 3)));
         let expected: Vec<(usize, usize)> = items.iter().map(|&x| (x, x * 3)).collect();
         assert_eq!(out, expected);
