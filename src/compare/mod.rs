@@ -400,4 +400,39 @@ mod tests {
         assert_ne!(with_holes(&a, all).tokens, with_holes(&isub, all).tokens);
         assert_ne!(with_holes(&a, all).tokens, with_holes(&offset, all).tokens);
     }
+
+    #[test]
+    fn a_use_through_an_alias_is_a_use_of_its_value() {
+        let plain = parse(
+            "function %f(i64, i64) -> i64 {
+            block0(v0: i64, v1: i64):
+                v2 = iadd v0, v1
+                v3 = imul v2, v0
+                return v3
+            }",
+        );
+        // Uses through aliases, one of them through another alias.
+        let aliased = parse(
+            "function %f(i64, i64) -> i64 {
+            block0(v0: i64, v1: i64):
+                v10 -> v1
+                v12 -> v0
+                v11 -> v12
+                v2 = iadd v11, v10
+                v3 = imul v2, v11
+                return v3
+            }",
+        );
+        assert_eq!(compare(&plain, &aliased), Ordering::Equal);
+        let other = parse(
+            "function %f(i64, i64) -> i64 {
+            block0(v0: i64, v1: i64):
+                v10 -> v1
+                v2 = iadd v0, v10
+                v3 = imul v2, v10
+                return v3
+            }",
+        );
+        assert_ne!(compare(&plain, &other), Ordering::Equal);
+    }
 }
