@@ -106,9 +106,10 @@ struct Opts {
     #[arg(long)]
     size_baseline: bool,
 
-    /// Threads for the parallel phases (reading and verifying, hashing, merging); default: one
-    /// per core. Modules under 4,096 functions use one thread whatever this says.
-    #[arg(long, value_name = "N")]
+    /// Threads for the parallel phases (reading and verifying, hashing, merging, summarizing);
+    /// default: one per core. Small modules use one thread whatever this says (under 4,096
+    /// functions; for global merging's keys, under 20,000 instructions).
+    #[arg(long, value_name = "N", global = true)]
     threads: Option<std::num::NonZeroUsize>,
 
     /// Run every function before and after merging in cranelift-interpreter on the same
