@@ -1,9 +1,10 @@
 //! Running independent per-function work on the machine's cores, with rayon. Every result
 //! depends only on its own item, so the output is the same whatever the number of threads.
 //!
-//! Small modules run on the calling thread without rayon: see [`PARALLEL_MIN_ITEMS`]. Larger ones
-//! are cut into batches that the calling thread and tasks on rayon's pool (the pool an embedder
-//! such as wasmtime already runs) take in turn; results are put back in item order.
+//! Small modules run on the calling thread without rayon: see [`PARALLEL_MIN_ITEMS`] (and
+//! [`PARALLEL_MIN_WEIGHT`] for work counted in instructions). Larger ones are cut into batches
+//! that the calling thread and tasks on rayon's pool (the pool an embedder such as wasmtime
+//! already runs) take in turn; results are put back in item order.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,8 +20,8 @@ const PARALLEL_MIN_ITEMS: usize = 4096;
 /// enough that the threads finish close together.
 const BATCH: usize = 32;
 
-/// [`map_weighted`]'s threshold: work of about this many instructions (a few milliseconds'
-/// walking) is worth a second thread.
+/// [`map_weighted`]'s threshold: work of about this many instructions (over half a millisecond
+/// of a fingerprint walk) is worth a second thread.
 const PARALLEL_MIN_WEIGHT: usize = 20_000;
 
 /// [`map_weighted`]'s batch: about this many instructions.
@@ -55,12 +56,7 @@ pub fn map<T: Sync, R: Send, S>(
 ) -> Vec<R> {
     let threads = threads_for(items.len());
     if threads < 2 {
-        let mut state = init();
-        return items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| f(&mut state, i, item))
-            .collect();
+        return map_here(items, init, f);
     }
     let batches: Vec<(usize, &[T])> = items
         .chunks(BATCH)
@@ -100,14 +96,23 @@ pub fn map_weighted<T: Sync, R: Send, S>(
         rayon::current_num_threads().min(8)
     };
     if threads < 2 {
-        let mut state = init();
-        return items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| f(&mut state, i, item))
-            .collect();
+        return map_here(items, init, f);
     }
     map_batches(threads, &batches, init, f)
+}
+
+/// `f` applied to every item, in order, on the calling thread.
+fn map_here<T, R, S>(
+    items: &[T],
+    init: impl Fn() -> S,
+    f: impl Fn(&mut S, usize, &T) -> R,
+) -> Vec<R> {
+    let mut state = init();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| f(&mut state, i, item))
+        .collect()
 }
 
 /// Runs `f` over `batches` (each with the index of its first item) on `threads` threads and
