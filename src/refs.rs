@@ -86,16 +86,27 @@ impl ModuleRefs {
             let func = &module.function(id).func;
             (FunctionRefs::of(module, func), also(state, func))
         });
-        let mut refs = ModuleRefs::default();
-        refs.functions.resize(module.id_count());
         let mut extra = SecondaryMap::new();
         extra.resize(module.id_count());
+        let mut functions = Vec::with_capacity(ids.len());
         for (&id, (function_refs, r)) in ids.iter().zip(found) {
-            refs.functions[id] = function_refs;
+            functions.push(function_refs);
             extra[id] = Some(r);
         }
+        (ModuleRefs::from_functions(module, functions), extra)
+    }
+
+    /// The references of `module` from those of each function with a body, found by
+    /// [`FunctionRefs::of`] in [`ClifModule::ids`] order (for a pass that finds them while it
+    /// reads each function for its own ends).
+    pub fn from_functions(module: &ClifModule, functions: Vec<FunctionRefs>) -> ModuleRefs {
+        let mut refs = ModuleRefs::default();
+        refs.functions.resize(module.id_count());
+        for (&id, function_refs) in module.ids().iter().zip(functions) {
+            refs.functions[id] = function_refs;
+        }
         refs.address_taken = refs.find_address_taken(module);
-        (refs, extra)
+        refs
     }
 
     /// What `f` refers to.

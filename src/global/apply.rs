@@ -72,7 +72,7 @@ pub fn merge_with_summary(
                 && !refers_to_local(module, id, refs_of)
                 && is_worth_sharing(&mf.func);
             eligible.then(|| {
-                let (key, param) = function_key(module, &refs, id, writer);
+                let (key, param) = function_key(module, &refs_of.callees, id, writer);
                 OwnFunction { id, key, param }
             })
         },
@@ -206,7 +206,7 @@ pub(crate) fn keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<FuncNam
         .map(|(id, mf)| {
             (
                 mf.name.clone(),
-                function_key(module, &refs, id, &mut writer).0,
+                function_key(module, &refs.of_function(id).callees, id, &mut writer).0,
             )
         })
         .collect()

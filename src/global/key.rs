@@ -18,8 +18,7 @@ use crate::compare::stable_hash::{GroupingHash, StableHash};
 use crate::compare::{
     ENCODING_VERSION, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
-use crate::module::{ClifModule, FuncName, FunctionId};
-use crate::refs::ModuleRefs;
+use crate::module::{ClifModule, FuncName, FunctionId, Symbol};
 use crate::similar::across::param_key_and_holes;
 use cranelift_codegen::ir::{ExternalName, Function};
 
@@ -41,14 +40,16 @@ impl Resolver for SelfResolver {
 }
 
 /// The content key of module function `id` and, when it may share a body with parameters, its
-/// parameter key and hole values, from one walk (see the module docs).
+/// parameter key and hole values, from one walk (see the module docs). `callees` is what each
+/// of its external-function declarations names in the module
+/// ([`FunctionRefs::callees`](crate::refs::FunctionRefs)).
 pub fn function_key(
     module: &ClifModule,
-    refs: &ModuleRefs,
+    callees: &[Option<Symbol>],
     id: FunctionId,
     writer: &mut FingerprintWriter,
 ) -> (u128, Option<ParamRecord>) {
-    match param_key_and_holes(module, refs, id, writer) {
+    match param_key_and_holes(module, callees, id, writer) {
         Some((key, holes)) => (
             key_with_holes(key, &holes),
             Some(ParamRecord { key, holes }),

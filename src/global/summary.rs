@@ -23,7 +23,7 @@ use super::key::{function_key, walk_weight};
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
-use crate::refs::ModuleRefs;
+use crate::refs::{FunctionRefs, ModuleRefs};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
@@ -75,14 +75,27 @@ pub struct SummaryError {
 impl Summary {
     /// The summary of a unit: every function with a body (round 1).
     pub fn of_module(module: &ClifModule) -> Summary {
-        let refs = ModuleRefs::of(module);
-        let entries = parallel::map_weighted(
+        // References are found in the keying pass, while each function is in the cache: a pass
+        // of its own cost a tenth of summarizing. Only whether an address is taken needs them
+        // all, and is read after.
+        let keyed = parallel::map_weighted(
             module.ids(),
             walk_weight(module),
             FingerprintWriter::new,
             |writer, _, &id| {
+                let refs = FunctionRefs::of(module, &module.function(id).func);
+                let key = function_key(module, &refs.callees, id, writer);
+                (refs, key)
+            },
+        );
+        let (functions, keys): (Vec<FunctionRefs>, Vec<_>) = keyed.into_iter().unzip();
+        let refs = ModuleRefs::from_functions(module, functions);
+        let entries = module
+            .ids()
+            .iter()
+            .zip(keys)
+            .map(|(&id, (key, param))| {
                 let mf = module.function(id);
-                let (key, param) = function_key(module, &refs, id, writer);
                 SummaryEntry {
                     name: mf.name.clone(),
                     key,
@@ -90,8 +103,8 @@ impl Summary {
                     address_taken: refs.address_taken(id),
                     param,
                 }
-            },
-        );
+            })
+            .collect();
         Summary::from_entries(entries)
     }
 

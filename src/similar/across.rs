@@ -108,7 +108,7 @@ pub(crate) fn param_fingerprint(
 /// [`param_fingerprint`]'s parameter key and hole values, without keeping the tokens.
 pub(crate) fn param_key_and_holes(
     module: &ClifModule,
-    refs: &ModuleRefs,
+    callees: &[Option<Symbol>],
     id: FunctionId,
     writer: &mut FingerprintWriter,
 ) -> Option<(u128, Vec<Hole>)> {
@@ -118,7 +118,7 @@ pub(crate) fn param_key_and_holes(
     let resolver = AcrossResolver {
         module,
         me: id,
-        callees: &refs.of_function(id).callees,
+        callees,
     };
     writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
     Some((tokens_key(writer.tokens()), writer.holes().to_vec()))
