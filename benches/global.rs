@@ -111,6 +111,7 @@ fn synthetic(unit: usize, n: usize) -> Summary {
                 key,
                 linkage: SymbolLinkage::Export,
                 address_taken: false,
+                self_by_name: None,
                 param: Some(ParamRecord {
                     key: key.rotate_left(17),
                     holes: (0..20)

@@ -92,13 +92,13 @@ typedef int64_t (*fn)(int64_t);
 #define F(name) extern int64_t name(int64_t);
 F(mix_a) F(mix_a2) F(mix_b) F(mix_c) F(fact_a) F(fact_b) F(even_a) F(even_b) F(odd_a) F(odd_b)
 F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c) F(use_helper_a) F(use_helper_b)
-F(scale_a) F(scale_b)
+F(scale_a) F(scale_b) F(sum_b) F(sum_c)
 extern int64_t addr_of_a(void);
 extern int64_t addr_of_b(void);
 int main(void) {
     fn fns[] = {mix_a, mix_a2, mix_b, mix_c, fact_a, fact_b, even_a, even_b, odd_a, odd_b,
                 addr_a, addr_b, pre_a, pre_b, caller_c, use_helper_a, use_helper_b,
-                scale_a, scale_b};
+                scale_a, scale_b, sum_b, sum_c};
     uint64_t x = 0x9e3779b97f4a7c15u;
     for (int i = 0; i < 200; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
@@ -234,15 +234,15 @@ fn link_and_run_program(aarch64: bool) {
             out == expected,
             "{context}: the merged program prints otherwise"
         );
-        // Each shared body survives once: mix, fact and addr (equal), even (equal but for
-        // callees that are equal), and with --similar scale (equal but for constants).
+        // Each shared body survives once: mix, fact, addr and sum (equal), even (equal but
+        // for callees that are equal), and with --similar scale (equal but for constants).
         let shared = shared_body_symbols(&exe);
         assert!(shared.iter().all(|(_, n)| *n == 1), "{context}: {shared:?}");
         let with_parameters = shared
             .iter()
             .filter(|(s, _)| s.contains("clifmerge_p"))
             .count();
-        assert_eq!(shared.len() - with_parameters, 3, "{context}: {shared:?}");
+        assert_eq!(shared.len() - with_parameters, 4, "{context}: {shared:?}");
         let expected_with_parameters = if similar.is_some() { 2 } else { 1 };
         assert!(
             with_parameters >= expected_with_parameters,
@@ -311,7 +311,7 @@ fn a_shared_library_link_keeps_one_copy() {
         global < alone,
         "{global} bytes with summaries, {alone} alone"
     );
-    assert_eq!(shared.len(), 4, "mix, fact, addr, even: {shared:?}");
+    assert_eq!(shared.len(), 5, "mix, fact, addr, sum, even: {shared:?}");
     assert!(shared.iter().all(|(_, n)| *n == 1), "{shared:?}");
 }
 
@@ -437,8 +437,8 @@ fn macho_units_link_with_one_copy_of_each_shared_body() {
         );
         assert_eq!(
             shared.len(),
-            4,
-            "{triple}: mix, fact, addr, even: {shared:?}"
+            5,
+            "{triple}: mix, fact, addr, sum, even: {shared:?}"
         );
         assert!(shared.iter().all(|(_, n)| *n == 1), "{triple}: {shared:?}");
     }

@@ -161,6 +161,11 @@ impl FingerprintWriter {
         &self.holes
     }
 
+    /// The functions the last walk wrote as class references, in walk order.
+    pub fn class_refs(&self) -> &[FunctionId] {
+        &self.class_refs
+    }
+
     /// A cheap hash of `func`: the blocks in the order of the walk, each with its parameter
     /// count and its instructions' opcodes and branch targets; no values, types or fields.
     ///

@@ -1,7 +1,7 @@
 //! Round 2: a unit's functions whose content another unit also holds become thunks to one
 //! shared body named after that content, which every such unit emits and the linker keeps once.
 
-use super::key::{function_key, walk_weight};
+use super::key::{content_name_hash_of, content_tokens, function_key, walk_weight};
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
@@ -72,8 +72,13 @@ pub fn merge_with_summary(
                 && !refers_to_local(module, id, refs_of)
                 && is_worth_sharing(&mf.func);
             eligible.then(|| {
-                let (key, param) = function_key(module, &refs_of.callees, id, writer);
-                OwnFunction { id, key, param }
+                let key = function_key(module, &refs_of.callees, id, writer);
+                OwnFunction {
+                    id,
+                    key: key.key,
+                    self_by_name: key.self_by_name,
+                    param: key.param,
+                }
             })
         },
     );
@@ -85,11 +90,25 @@ pub fn merge_with_summary(
     let mut done = FxHashSet::default();
     report.shared =
         super::params::share_with_parameters(module, &refs, summary, &own, similar, &mut done);
-    let elsewhere = keys_elsewhere(module, summary);
-    let mut groups: BTreeMap<u128, Vec<FunctionId>> = BTreeMap::new();
+    let alone = KeysAlone::of(summary);
+    let elsewhere = keys_elsewhere(module, summary, &alone);
+    let mut groups: BTreeMap<u128, Vec<Member>> = BTreeMap::new();
     for f in own.iter().filter(|f| !done.contains(&f.id)) {
         if elsewhere.contains(&f.key) {
-            groups.entry(f.key).or_default().push(f.id);
+            groups.entry(f.key).or_default().push(Member {
+                id: f.id,
+                self_by_name: false,
+            });
+        } else if let Some(key) = f
+            .self_by_name
+            .filter(|k| alone.is_alone(f.key) && elsewhere.contains(k))
+        {
+            // Another unit holds a copy of it that calls it: it joins that copy's body, its
+            // own content with its calls of itself made calls of its name.
+            groups.entry(key).or_default().push(Member {
+                id: f.id,
+                self_by_name: true,
+            });
         }
     }
     for members in groups.into_values() {
@@ -101,21 +120,61 @@ pub fn merge_with_summary(
     report
 }
 
-/// A function of the unit that may be shared: its content key, parameter key and hole values.
+/// A function of the unit that may be shared: its content keys, parameter key and hole values.
 pub(super) struct OwnFunction {
     pub(super) id: FunctionId,
     pub(super) key: u128,
+    pub(super) self_by_name: Option<u128>,
     pub(super) param: Option<super::summary::ParamRecord>,
 }
 
+/// A function of the unit that becomes a thunk to a shared body without parameters.
+struct Member {
+    id: FunctionId,
+    /// It joins by [`OwnFunction::self_by_name`]: its calls of itself are calls of its name in
+    /// the shared body.
+    self_by_name: bool,
+}
+
+/// Which content keys one function of the summary holds alone. A function that calls itself
+/// joins a body by its key with calls of itself by name only when no other function has its
+/// own key (then it would join theirs): every unit decides this alike from the summary, so no
+/// unit makes a thunk to a body that the function's unit will not make too.
+struct KeysAlone {
+    counts: rustc_hash::FxHashMap<u128, u32>,
+}
+
+impl KeysAlone {
+    fn of(summary: &Summary) -> KeysAlone {
+        let mut counts = rustc_hash::FxHashMap::default();
+        for e in summary
+            .entries()
+            .iter()
+            .filter(|e| !e.linkage.is_preemptible())
+        {
+            *counts.entry(e.key).or_default() += 1;
+        }
+        KeysAlone { counts }
+    }
+
+    /// Whether at most one function of the summary has `key` (none: a stale summary).
+    fn is_alone(&self, key: u128) -> bool {
+        self.counts.get(&key).is_none_or(|&n| n <= 1)
+    }
+}
+
 /// The content keys of summary functions that this module does not define (functions of other
-/// units), but for preemptible ones.
-fn keys_elsewhere(module: &ClifModule, summary: &Summary) -> FxHashSet<u128> {
+/// units), but for preemptible ones: their keys and, where they will join by it, their keys
+/// with calls of themselves by name.
+fn keys_elsewhere(module: &ClifModule, summary: &Summary, alone: &KeysAlone) -> FxHashSet<u128> {
     summary
         .entries()
         .iter()
         .filter(|e| !e.linkage.is_preemptible() && module.lookup(&e.name).is_none())
-        .map(|e| e.key)
+        .flat_map(|e| {
+            let by_name = e.self_by_name.filter(|_| alone.is_alone(e.key));
+            std::iter::once(e.key).chain(by_name)
+        })
         .collect()
 }
 
@@ -154,18 +213,38 @@ fn is_worth_sharing(func: &Function) -> bool {
 
 /// Defines the shared body of `members` (one content key) and makes them thunks to it; None
 /// when the module already has a function of that name (a unit merged twice).
-fn share(module: &mut ClifModule, members: &[FunctionId]) -> Option<SharedBody> {
-    let name = shared_name(&module.function(members[0]).func);
+///
+/// The body is made from a member that joined by its own key when there is one; otherwise
+/// from one that joined by its key with calls of itself by name, whose body then keeps calling
+/// it by name (it becomes a thunk to the body: the same recursion, one jump longer). Keys only
+/// group: a member whose content tokens are not the body's (a key collision) stays as it is.
+fn share(module: &mut ClifModule, members: &[Member]) -> Option<SharedBody> {
+    let first = members
+        .iter()
+        .find(|m| !m.self_by_name)
+        .unwrap_or(&members[0]);
+    let mut writer = FingerprintWriter::new();
+    let mut tokens_of =
+        |m: &Member| content_tokens(&mut writer, &module.function(m.id).func, m.self_by_name);
+    let tokens = tokens_of(first);
+    let members: Vec<FunctionId> = members
+        .iter()
+        .filter(|m| m.id == first.id || tokens_of(m) == tokens)
+        .map(|m| m.id)
+        .collect();
+    let hash = content_name_hash_of(&tokens);
+    let name = FuncName::Testcase(format!("clifmerge_{hash:032x}").into());
     if module.lookup(&name).is_some() {
         return None;
     }
-    let first = module.function(members[0]);
-    let body = shared_body(&first.func, &first.name, &name);
+    let mf = module.function(first.id);
+    let own = (!first.self_by_name).then_some(&mf.name);
+    let body = shared_body(&mf.func, own, &name);
     module
         .define(body, SymbolLinkage::LinkOnce, None)
         .expect("a fresh name; references of a verified function");
     let mut names: Vec<FuncName> = Vec::with_capacity(members.len());
-    for &id in members {
+    for &id in &members {
         let mf = module.function_mut(id);
         rewrite_as_thunk(&mut mf.func, &mf.name, &name);
         names.push(mf.name.clone());
@@ -178,15 +257,18 @@ fn share(module: &mut ClifModule, members: &[FunctionId]) -> Option<SharedBody> 
     })
 }
 
-/// `func` (named `own`) as the body named `shared`: its calls to itself call `shared`.
-fn shared_body(func: &Function, own: &FuncName, shared: &FuncName) -> Function {
+/// `func` as the body named `shared`: when `own` (its name) is given, its calls to itself call
+/// `shared`; otherwise they keep calling `func`'s name.
+fn shared_body(func: &Function, own: Option<&FuncName>, shared: &FuncName) -> Function {
     let mut body = func.clone();
     body.name = shared.to_user_func_name();
     let self_refs: Vec<_> = body
         .dfg
         .ext_funcs
         .iter()
-        .filter(|(_, data)| FuncName::of_external(&data.name, func).as_ref() == Some(own))
+        .filter(|(_, data)| {
+            own.is_some() && FuncName::of_external(&data.name, func).as_ref() == own
+        })
         .map(|(r, _)| r)
         .collect();
     for r in self_refs {
@@ -206,7 +288,7 @@ pub(crate) fn keys_by_name(module: &ClifModule) -> rustc_hash::FxHashMap<FuncNam
         .map(|(id, mf)| {
             (
                 mf.name.clone(),
-                function_key(module, &refs.of_function(id).callees, id, &mut writer).0,
+                function_key(module, &refs.of_function(id).callees, id, &mut writer).key,
             )
         })
         .collect()

@@ -18,18 +18,19 @@ use crate::compare::stable_hash::{GroupingHash, StableHash};
 use crate::compare::{
     ENCODING_VERSION, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
-use crate::module::{ClifModule, FuncName, FunctionId, Symbol};
-use crate::similar::across::param_key_and_holes;
+use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
+use crate::similar::across::{param_key_and_holes, param_key_and_holes_self_by_name};
 use cranelift_codegen::ir::{ExternalName, Function};
 
-/// Every name by identity but calls of the function itself.
+/// Every name by identity but calls of the function itself (when `name` is given).
 struct SelfResolver {
-    name: FuncName,
+    name: Option<FuncName>,
 }
 
 impl Resolver for SelfResolver {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
-        let is_self = FuncName::of_external(name, func).is_some_and(|n| n == self.name);
+        let is_self = self.name.is_some()
+            && FuncName::of_external(name, func).is_some_and(|n| Some(&n) == self.name.as_ref());
         if kind == RefKind::Call && is_self {
             // The id is a placeholder: only the token that says "class reference" is hashed.
             NameKey::Class(FunctionId::from_u32(0))
@@ -39,25 +40,51 @@ impl Resolver for SelfResolver {
     }
 }
 
-/// The content key of module function `id` and, when it may share a body with parameters, its
-/// parameter key and hole values, from one walk (see the module docs). `callees` is what each
-/// of its external-function declarations names in the module
+/// What a summary records of a function's content (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionKey {
+    /// The content key.
+    pub key: u128,
+    /// For a function that calls itself, is not `local` and may share a body with parameters:
+    /// the content key it has with those calls written as calls of its name. A copy of it in
+    /// another unit whose recursive calls call it (not the copy) has this key as its own.
+    pub self_by_name: Option<u128>,
+    /// The parameter key and hole values, when it may share a body with parameters.
+    pub param: Option<ParamRecord>,
+}
+
+/// The keys of module function `id`, from one walk (two for a function that calls itself).
+/// `callees` is what each of its external-function declarations names in the module
 /// ([`FunctionRefs::callees`](crate::refs::FunctionRefs)).
 pub fn function_key(
     module: &ClifModule,
     callees: &[Option<Symbol>],
     id: FunctionId,
     writer: &mut FingerprintWriter,
-) -> (u128, Option<ParamRecord>) {
+) -> FunctionKey {
     match param_key_and_holes(module, callees, id, writer) {
-        Some((key, holes)) => (
-            key_with_holes(key, &holes),
-            Some(ParamRecord { key, holes }),
-        ),
+        Some((key, holes)) => {
+            let calls_itself = !writer.class_refs().is_empty();
+            let linkage = module.function(id).linkage;
+            // A `local` function's name says nothing in another unit.
+            let self_by_name = (calls_itself && linkage != SymbolLinkage::Local).then(|| {
+                let (key, holes) = param_key_and_holes_self_by_name(module, callees, id, writer);
+                key_with_holes(key, &holes)
+            });
+            FunctionKey {
+                key: key_with_holes(key, &holes),
+                self_by_name,
+                param: Some(ParamRecord { key, holes }),
+            }
+        }
         None => {
             let func = &module.function(id).func;
             writer.walk_with_holes(func, &self_resolver(module, id), HoleKinds::NONE);
-            (plain_key(writer.tokens()), None)
+            FunctionKey {
+                key: plain_key(writer.tokens()),
+                self_by_name: None,
+                param: None,
+            }
         }
     }
 }
@@ -69,7 +96,7 @@ pub(super) fn walk_weight(module: &ClifModule) -> impl Fn(&FunctionId) -> usize 
 
 fn self_resolver(module: &ClifModule, id: FunctionId) -> SelfResolver {
     SelfResolver {
-        name: module.function(id).name.clone(),
+        name: Some(module.function(id).name.clone()),
     }
 }
 
@@ -130,18 +157,34 @@ fn plain_key(tokens: &[u32]) -> u128 {
 }
 
 /// The hash that names the shared body of `func`'s content: [`StableHash`] (FNV-1a, 128 bits)
-/// of its tokens written without holes, calls of itself as a self-reference. Unlike the
-/// grouping keys, this one pins content: equal names, equal bodies.
+/// of its [`content_tokens`], calls of itself as a self-reference. Unlike the grouping keys,
+/// this one pins content: equal names, equal bodies.
 pub fn content_name_hash(writer: &mut FingerprintWriter, func: &Function) -> u128 {
+    content_name_hash_of(&content_tokens(writer, func, false))
+}
+
+/// The tokens of `func`'s content, written without holes: every name by identity, and calls
+/// of `func` itself as a self-reference or, with `self_by_name`, as calls of its name (the
+/// content of a copy of it in another unit that calls it instead of itself, see
+/// [`FunctionKey::self_by_name`]). Equal tokens, equal behaviour.
+pub fn content_tokens(
+    writer: &mut FingerprintWriter,
+    func: &Function,
+    self_by_name: bool,
+) -> Vec<u32> {
     let resolver = SelfResolver {
-        name: FuncName::of_function(func),
+        name: (!self_by_name).then(|| FuncName::of_function(func)),
     };
-    let fingerprint = writer.write(func, &resolver);
+    writer.write(func, &resolver).tokens
+}
+
+/// [`content_name_hash`] of content tokens.
+pub fn content_name_hash_of(tokens: &[u32]) -> u128 {
     let mut h = StableHash::new();
     h.str("clif-merge exact");
     h.u64(u64::from(ENCODING_VERSION));
-    h.u64(fingerprint.tokens.len() as u64);
-    for &t in &fingerprint.tokens {
+    h.u64(tokens.len() as u64);
+    for &t in tokens {
         h.bytes(&t.to_le_bytes());
     }
     h.finish()

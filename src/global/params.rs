@@ -149,7 +149,7 @@ fn share_group(
     let variants: Vec<&[Hole]> = group.variants.iter().copied().collect();
     // The members' fingerprints again (the first walk kept only keys and holes).
     let mut writer = FingerprintWriter::new();
-    let members: Vec<(FunctionId, Fingerprint)> = group
+    let mut members: Vec<(FunctionId, Fingerprint)> = group
         .own
         .iter()
         .map(|&id| {
@@ -158,6 +158,10 @@ fn share_group(
             (id, fp)
         })
         .collect();
+    // Keys only group: a member whose tokens are not the first's (a key collision) stays as
+    // it is, since the body is made from the first and each member passes only its holes.
+    let first_tokens = members[0].1.tokens.clone();
+    members.retain(|(_, fp)| fp.tokens == first_tokens);
     let first = (members[0].0, &members[0].1);
     let plan = across::plan(module, first, &variants, group.functions, options)?;
     let parameters = plan.parameters();

@@ -1,9 +1,10 @@
 //! Summaries: what round 2 of global merging knows of the other units, as a versioned text file.
 //!
 //! ```text
-//! clif-merge summary 3
+//! clif-merge summary 4
 //! encoding 2
 //! f 5d1c…(32 hex digits) export - u0:12 p 77a0…(32 hex digits) i2a cu0:612 n%table
+//! f 9e04…(32 hex digits) export - u0:13 r 41b7…(32 hex digits) p 3c58…(32 hex digits) i7
 //! f 0b93…(32 hex digits) local a %helper
 //! ```
 //!
@@ -12,6 +13,8 @@
 //! one line per defined function, sorted by name and then by the rest of the line, no line twice:
 //! `f`, the function's content key ([`super::key`]), its linkage, `a` when its address is
 //! taken in its unit (`-` otherwise), and its name as CLIF writes it; then, for a function that
+//! calls itself, `r` and its content key with those calls written as calls of its name (the key
+//! of a copy of it in another unit that calls it); then, for a function that
 //! may share a body with parameters, `p`, its *parameter key* (the same hash of its fingerprint
 //! with holes, `crate::similar::across`) and the value of each hole in walk order: `i` and the
 //! hexadecimal bits of an integer constant, `f`/`d` those of an `f32`/`f64` constant, `n` and the
@@ -19,7 +22,7 @@
 //! ends, holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
-use super::key::{function_key, walk_weight};
+use super::key::{FunctionKey, function_key, walk_weight};
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
@@ -29,8 +32,9 @@ use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
 /// The version of the summary format and of its keys' hash (3: token runs hashed in four
-/// lanes); a summary of another version is refused.
-pub const SUMMARY_VERSION: u32 = 3;
+/// lanes; 4: the `r` key of functions that call themselves); a summary of another version is
+/// refused.
+pub const SUMMARY_VERSION: u32 = 4;
 
 /// One defined function of a unit.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +47,9 @@ pub struct SummaryEntry {
     pub linkage: SymbolLinkage,
     /// Whether its address is taken in its unit.
     pub address_taken: bool,
+    /// For a function that calls itself: its content key with those calls written as calls of
+    /// its name ([`FunctionKey::self_by_name`](super::key::FunctionKey)).
+    pub self_by_name: Option<u128>,
     /// Its parameter key and hole values, when it may share a body with parameters.
     pub param: Option<ParamRecord>,
 }
@@ -88,20 +95,21 @@ impl Summary {
                 (refs, key)
             },
         );
-        let (functions, keys): (Vec<FunctionRefs>, Vec<_>) = keyed.into_iter().unzip();
+        let (functions, keys): (Vec<FunctionRefs>, Vec<FunctionKey>) = keyed.into_iter().unzip();
         let refs = ModuleRefs::from_functions(module, functions);
         let entries = module
             .ids()
             .iter()
             .zip(keys)
-            .map(|(&id, (key, param))| {
+            .map(|(&id, key)| {
                 let mf = module.function(id);
                 SummaryEntry {
                     name: mf.name.clone(),
-                    key,
+                    key: key.key,
                     linkage: mf.linkage,
                     address_taken: refs.address_taken(id),
-                    param,
+                    self_by_name: key.self_by_name,
+                    param: key.param,
                 }
             })
             .collect();
@@ -153,6 +161,9 @@ impl Summary {
             let address = if e.address_taken { "a" } else { "-" };
             let linkage = e.linkage.keyword();
             write!(text, "f {:032x} {linkage} {address} {}", e.key, e.name).unwrap();
+            if let Some(key) = e.self_by_name {
+                write!(text, " r {key:032x}").unwrap();
+            }
             if let Some(param) = &e.param {
                 write!(text, " p {:032x}", param.key).unwrap();
                 for hole in &param.holes {
@@ -259,8 +270,12 @@ fn parse_entry(text: &str) -> Result<SummaryEntry, String> {
     let fields: Vec<&str> = text.split(' ').collect();
     let (&[kind, key, linkage, address, name], rest) = fields.split_at(fields.len().min(5)) else {
         return Err(format!(
-            "expected `f KEY LINKAGE a|- NAME [p KEY HOLE...]`: {text}"
+            "expected `f KEY LINKAGE a|- NAME [r KEY] [p KEY HOLE...]`: {text}"
         ));
+    };
+    let (self_by_name, rest) = match rest {
+        ["r", key, rest @ ..] => (Some(parse_key(key)?), rest),
+        _ => (None, rest),
     };
     let param = match rest {
         [] => None,
@@ -290,6 +305,7 @@ fn parse_entry(text: &str) -> Result<SummaryEntry, String> {
         key,
         linkage,
         address_taken,
+        self_by_name,
         param,
     })
 }

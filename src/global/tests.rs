@@ -83,7 +83,7 @@ fn summaries_round_trip_and_combine_in_any_order() {
 fn bad_summaries_are_refused_with_the_line() {
     let good = Summary::of_module(&module(&unit(&["%a", "%b"]))).to_text();
     let cases = [
-        (good.replace("summary 3", "summary 9"), 1, "version 9"),
+        (good.replace("summary 4", "summary 9"), 1, "version 9"),
         (good.replacen(" i7", " q7", 1), 3, "bad hole value `q7`"),
         (
             good.replacen(" p ", " r ", 1),
@@ -142,4 +142,78 @@ fn round_two_shares_what_other_units_hold() {
     let before = super::apply::plain_keys_by_name(&original)[&name("%a")];
     let after = super::apply::plain_keys_by_name(&unit_a)[&expected_name];
     assert_eq!(before, after, "the shared body is %a's content");
+}
+
+/// `name(i32) -> i32` that doubles its argument and calls `callee` with it.
+fn doubling_caller(name: &str, callee: &str) -> String {
+    format!(
+        "function {name}(i32) -> i32 {{\n    fn0 = colocated {callee}(i32) -> i32\n\
+         block0(v0: i32):\n    v1 = iadd v0, v0\n    v2 = call fn0(v1)\n    return v2\n}}\n"
+    )
+}
+
+/// A copy of a recursive function that calls the original instead of itself (a unit holds
+/// `%r`, calling itself; another holds `%t`, the same body calling `%r`): the one-module merge
+/// finds them equal, and so does round 2, through `%r`'s key with its calls of itself written
+/// as calls of its name. Both units emit one body under one name, which calls `%r` by name.
+#[test]
+fn a_copy_calling_the_recursive_original_shares_its_body() {
+    let mut unit_a = module(&(doubling_caller("%r", "%r") + &doubling_caller("%u", "%r")));
+    let mut unit_b = module(&doubling_caller("%t", "%r"));
+    let summary_a = Summary::of_module(&unit_a);
+    let summary_b = Summary::of_module(&unit_b);
+    let entry = |s: &Summary, n: &str| s.entries().iter().find(|e| e.name == name(n)).cloned();
+    let r = entry(&summary_a, "%r").unwrap();
+    let t = entry(&summary_b, "%t").unwrap();
+    assert_ne!(r.key, t.key, "a call of itself is not a call of %r");
+    assert_eq!(r.self_by_name, Some(t.key));
+    assert_eq!(entry(&summary_a, "%u").unwrap().key, t.key);
+    assert_eq!(t.self_by_name, None, "%t does not call itself");
+    assert_eq!(Summary::parse(&summary_a.to_text()).unwrap(), summary_a);
+
+    let summary = Summary::combine([summary_a, summary_b]);
+    let report_a = merge_with_summary(&mut unit_a, &summary, None);
+    let report_b = merge_with_summary(&mut unit_b, &summary, None);
+    assert_eq!(report_a.shared.len(), 1);
+    assert_eq!(report_a.shared[0].members, vec![name("%r"), name("%u")]);
+    assert_eq!(report_b.shared.len(), 1);
+    assert_eq!(report_b.shared[0].members, vec![name("%t")]);
+    let shared = report_a.shared[0].shared.clone();
+    assert_eq!(report_b.shared[0].shared, shared, "one name in both units");
+    let body = |m: &ClifModule| {
+        let f = &m.function(m.resolve(&shared).unwrap()).func;
+        let callee = f.dfg.ext_funcs.values().next().unwrap();
+        FuncName::of_external(&callee.name, f).unwrap()
+    };
+    assert_eq!(body(&unit_a), name("%r"), "the body calls %r, not itself");
+    assert_eq!(body(&unit_b), name("%r"));
+    let keys_a = super::apply::plain_keys_by_name(&unit_a);
+    let keys_b = super::apply::plain_keys_by_name(&unit_b);
+    assert_eq!(keys_a[&shared], keys_b[&shared], "one content");
+}
+
+/// A recursive function whose own key another unit also has joins that body, not its copy's:
+/// every unit sees this in the summary, so the copy does not become a thunk to a body no other
+/// unit makes.
+#[test]
+fn a_recursive_function_with_an_equal_elsewhere_keeps_to_it() {
+    let mut unit_a = module(&doubling_caller("%r", "%r"));
+    let mut unit_b = module(&doubling_caller("%t", "%r"));
+    let mut unit_c = module(&doubling_caller("%s", "%s"));
+    let summary = Summary::combine([&unit_a, &unit_b, &unit_c].map(Summary::of_module));
+    let report_a = merge_with_summary(&mut unit_a, &summary, None);
+    let report_b = merge_with_summary(&mut unit_b, &summary, None);
+    let report_c = merge_with_summary(&mut unit_c, &summary, None);
+    assert_eq!(report_a.shared.len(), 1);
+    assert_eq!(report_a.shared[0].shared, report_c.shared[0].shared);
+    assert!(report_b.shared.is_empty(), "{:?}", report_b.shared);
+}
+
+/// Only the unit's own name says what it calls: a `local` recursive function has no key with
+/// its calls by name, so a copy elsewhere that calls some `%r` never joins it.
+#[test]
+fn a_local_recursive_function_is_not_keyed_by_its_name() {
+    let text = doubling_caller("%r", "%r") + "; linkage: %r local\n";
+    let summary = Summary::of_module(&module(&text));
+    assert_eq!(summary.entries()[0].self_by_name, None);
 }

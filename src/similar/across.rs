@@ -44,6 +44,9 @@ struct AcrossResolver<'r> {
     module: &'r ClifModule,
     me: FunctionId,
     callees: &'r [Option<Symbol>],
+    /// Calls of the function itself are callee holes holding its name, as in a copy of it in
+    /// another unit that calls it, instead of self-references.
+    self_by_name: bool,
 }
 
 impl AcrossResolver<'_> {
@@ -62,7 +65,10 @@ impl AcrossResolver<'_> {
             None if FuncName::of_external(name, func).is_some() => NameKey::Hole,
             None => NameKey::Identity,
             Some(symbol) => {
-                super::find::callee_key(self.module, self.me, Some(symbol), kind, false)
+                match super::find::callee_key(self.module, self.me, Some(symbol), kind, false) {
+                    NameKey::Class(_) if self.self_by_name => NameKey::Hole,
+                    key => key,
+                }
             }
         }
     }
@@ -101,6 +107,7 @@ pub(crate) fn param_fingerprint(
         module,
         me: id,
         callees: &refs.of_function(id).callees,
+        self_by_name: false,
     };
     Some(writer.write_with_holes(&module.function(id).func, &resolver, HOLES))
 }
@@ -119,9 +126,30 @@ pub(crate) fn param_key_and_holes(
         module,
         me: id,
         callees,
+        self_by_name: false,
     };
     writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
     Some((tokens_key(writer.tokens()), writer.holes().to_vec()))
+}
+
+/// For a candidate whose last walk by [`param_key_and_holes`] wrote a call of itself: its
+/// parameter key and hole values with those calls written as calls of its name (callee holes
+/// holding it), which is what a copy of it in another unit that calls it instead of itself
+/// has.
+pub(crate) fn param_key_and_holes_self_by_name(
+    module: &ClifModule,
+    callees: &[Option<Symbol>],
+    id: FunctionId,
+    writer: &mut FingerprintWriter,
+) -> (u128, Vec<Hole>) {
+    let resolver = AcrossResolver {
+        module,
+        me: id,
+        callees,
+        self_by_name: true,
+    };
+    writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
+    (tokens_key(writer.tokens()), writer.holes().to_vec())
 }
 
 /// The parameter key: a stable 128-bit grouping hash of the fingerprint's tokens (it only
