@@ -119,17 +119,7 @@ pub(crate) fn param_key_and_holes(
     id: FunctionId,
     writer: &mut FingerprintWriter,
 ) -> Option<(u128, Vec<Hole>)> {
-    if !is_candidate(module, id) {
-        return None;
-    }
-    let resolver = AcrossResolver {
-        module,
-        me: id,
-        callees,
-        self_by_name: false,
-    };
-    writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
-    Some((tokens_key(writer.tokens()), writer.holes().to_vec()))
+    is_candidate(module, id).then(|| walk_key_and_holes(module, callees, id, writer, false))
 }
 
 /// For a candidate whose last walk by [`param_key_and_holes`] wrote a call of itself: its
@@ -142,11 +132,21 @@ pub(crate) fn param_key_and_holes_self_by_name(
     id: FunctionId,
     writer: &mut FingerprintWriter,
 ) -> (u128, Vec<Hole>) {
+    walk_key_and_holes(module, callees, id, writer, true)
+}
+
+fn walk_key_and_holes(
+    module: &ClifModule,
+    callees: &[Option<Symbol>],
+    id: FunctionId,
+    writer: &mut FingerprintWriter,
+    self_by_name: bool,
+) -> (u128, Vec<Hole>) {
     let resolver = AcrossResolver {
         module,
         me: id,
         callees,
-        self_by_name: true,
+        self_by_name,
     };
     writer.walk_with_holes(&module.function(id).func, &resolver, HOLES);
     (tokens_key(writer.tokens()), writer.holes().to_vec())
