@@ -21,8 +21,9 @@
 //! wrong. Round 2 therefore never trusts the summary for what a function does:
 //!
 //! - A unit only ever redirects *its own* functions, to a body it emits *itself*, made from the
-//!   very function it redirects. It never makes a call or a symbol of its own go to another
-//!   unit's function, and never changes a call to another unit's function.
+//!   very function it redirects or from another of its functions whose comparison tokens it
+//!   compared with it (equal keys are not enough). It never makes a call or a symbol of its own
+//!   go to another unit's function, and never changes a call to another unit's function.
 //! - The shared body's name is derived from its full content: the key is a hash of every field
 //!   the exact comparator compares, names of callees and data by identity (the names the unit
 //!   really calls), and calls to itself as a self-reference (which call the shared body). Equal
