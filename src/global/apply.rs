@@ -129,11 +129,11 @@ pub(super) struct OwnFunction {
 }
 
 /// A function of the unit that becomes a thunk to a shared body without parameters.
-struct Member {
-    id: FunctionId,
+pub(super) struct Member {
+    pub(super) id: FunctionId,
     /// It joins by [`OwnFunction::self_by_name`]: its calls of itself are calls of its name in
     /// the shared body.
-    self_by_name: bool,
+    pub(super) self_by_name: bool,
 }
 
 /// Which content keys one function of the summary holds alone. A function that calls itself
@@ -218,7 +218,7 @@ fn is_worth_sharing(func: &Function) -> bool {
 /// from one that joined by its key with calls of itself by name, whose body then keeps calling
 /// it by name (it becomes a thunk to the body: the same recursion, one jump longer). Keys only
 /// group: a member whose content tokens are not the body's (a key collision) stays as it is.
-fn share(module: &mut ClifModule, members: &[Member]) -> Option<SharedBody> {
+pub(super) fn share(module: &mut ClifModule, members: &[Member]) -> Option<SharedBody> {
     let first = members
         .iter()
         .find(|m| !m.self_by_name)

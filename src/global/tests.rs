@@ -217,3 +217,23 @@ fn a_local_recursive_function_is_not_keyed_by_its_name() {
     let summary = Summary::of_module(&module(&text));
     assert_eq!(summary.entries()[0].self_by_name, None);
 }
+
+/// Keys only group: should two functions of a unit ever share a key without sharing content
+/// (a collision), the one whose content is not the body's is left as it is.
+#[test]
+fn a_member_whose_content_differs_from_the_body_is_not_made_a_thunk() {
+    let text = unit(&["%a", "%b"]).replacen("iconst.i32 7", "iconst.i32 8", 1);
+    let mut m = module(&text);
+    let member = |n: &str| super::apply::Member {
+        id: m.resolve(&name(n)).unwrap(),
+        self_by_name: false,
+    };
+    let members = [member("%a"), member("%b")];
+    let shared = super::apply::share(&mut m, &members).expect("a fresh name");
+    assert_eq!(shared.members, vec![name("%a")]);
+    let b = &m.function(m.resolve(&name("%b")).unwrap()).func;
+    assert!(
+        !crate::merge::thunk::is_forwarding_thunk(b),
+        "%b keeps its body"
+    );
+}
