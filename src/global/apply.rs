@@ -46,7 +46,14 @@ impl GlobalReport {
 
 /// The name of the shared body of `func`'s content ([`super::key::content_name_hash`]).
 pub fn shared_name(func: &Function) -> FuncName {
-    let hash = super::key::content_name_hash(&mut FingerprintWriter::new(), func);
+    name_of_content(super::key::content_name_hash(
+        &mut FingerprintWriter::new(),
+        func,
+    ))
+}
+
+/// The name of a shared body whose content hash is `hash`.
+fn name_of_content(hash: u128) -> FuncName {
     FuncName::Testcase(format!("clifmerge_{hash:032x}").into())
 }
 
@@ -232,8 +239,7 @@ pub(super) fn share(module: &mut ClifModule, members: &[Member]) -> Option<Share
         .filter(|m| m.id == first.id || tokens_of(m) == tokens)
         .map(|m| m.id)
         .collect();
-    let hash = content_name_hash_of(&tokens);
-    let name = FuncName::Testcase(format!("clifmerge_{hash:032x}").into());
+    let name = name_of_content(content_name_hash_of(&tokens));
     if module.lookup(&name).is_some() {
         return None;
     }
@@ -267,7 +273,7 @@ fn shared_body(func: &Function, own: Option<&FuncName>, shared: &FuncName) -> Fu
         .ext_funcs
         .iter()
         .filter(|(_, data)| {
-            own.is_some() && FuncName::of_external(&data.name, func).as_ref() == own
+            own.is_some_and(|own| FuncName::of_external(&data.name, func).as_ref() == Some(own))
         })
         .map(|(r, _)| r)
         .collect();

@@ -29,8 +29,8 @@ struct SelfResolver {
 
 impl Resolver for SelfResolver {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
-        let is_self = self.name.is_some()
-            && FuncName::of_external(name, func).is_some_and(|n| Some(&n) == self.name.as_ref());
+        let is_self = (self.name.as_ref())
+            .is_some_and(|own| FuncName::of_external(name, func).as_ref() == Some(own));
         if kind == RefKind::Call && is_self {
             // The id is a placeholder: only the token that says "class reference" is hashed.
             NameKey::Class(FunctionId::from_u32(0))
