@@ -147,8 +147,9 @@ impl ModuleReader {
             .iter()
             .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
             .collect();
-        let checked = crate::parallel::map(
+        let checked = crate::parallel::map_weighted(
             &all,
+            |((func, _), _)| func.dfg.num_insts(),
             || (),
             |_, _, &(parsed, offset)| {
                 check_function(parsed, offset, file, text, &flags, verify_each)
@@ -346,8 +347,8 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// Every function of `text`, by piece. A file that is a plain list of many functions is cut
-/// at its `function` lines into pieces of [`PIECE_FUNCTIONS`], parsed in parallel; any other
+/// Every function of `text`, by piece. A large file that is a plain list of functions is cut
+/// at its `function` lines into pieces ([`function_pieces`]), parsed in parallel; any other
 /// file, and any file with an error, is parsed whole, so that the error is exactly the one the
 /// reader gives for the file.
 fn parse_functions<'a>(file: &Path, text: &'a str) -> Result<Vec<Piece<'a>>, InputError> {
@@ -397,16 +398,22 @@ fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> 
     })
 }
 
-/// Functions per piece of a large file: enough that parsing a piece costs far more than
-/// starting the parser.
+/// A piece of a large file ends after this many functions or this many bytes, whichever
+/// comes first: enough that parsing a piece costs far more than starting the parser, small
+/// enough that a file of a few large functions still makes pieces for every thread.
 const PIECE_FUNCTIONS: usize = 64;
+const PIECE_BYTES: usize = 256 << 10;
+
+/// A file is cut only with this many functions or bytes: below, one thread reads it faster
+/// than two start and finish.
+const MIN_FUNCTIONS: usize = 4096;
+const MIN_BYTES: usize = 1 << 20;
 
 /// The pieces of a file that is a plain list of functions (only comments and blank lines
-/// before the first `function` line), each from a `function` line to the one [`PIECE_FUNCTIONS`]
-/// later, with the number of lines before it; None for any other file, or one too small to be
-/// worth cutting.
+/// before the first `function` line), each from a `function` line to the start of the function
+/// that ends it ([`PIECE_FUNCTIONS`], [`PIECE_BYTES`]), with the number of lines before it;
+/// None for any other file, or one too small to be worth cutting.
 fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
-    const MIN_FUNCTIONS: usize = 4096;
     let mut starts: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
     for (line, content) in text.split_inclusive('\n').enumerate() {
@@ -420,18 +427,22 @@ fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
         }
         at += content.len();
     }
-    if starts.len() < MIN_FUNCTIONS {
+    if starts.len() < 2 || (starts.len() < MIN_FUNCTIONS && text.len() < MIN_BYTES) {
         return None;
     }
-    let starts: Vec<(usize, usize)> = starts.into_iter().step_by(PIECE_FUNCTIONS).collect();
-    let ends = starts.iter().skip(1).map(|&(_, at)| at).chain([text.len()]);
-    Some(
-        starts
-            .iter()
-            .zip(ends)
-            .map(|(&(line, start), end)| (line, &text[start..end]))
-            .collect(),
-    )
+    let mut pieces = Vec::new();
+    let mut piece_start = starts[0];
+    let mut in_piece = 0;
+    for &(line, start) in &starts[1..] {
+        in_piece += 1;
+        if in_piece >= PIECE_FUNCTIONS || start - piece_start.1 >= PIECE_BYTES {
+            pieces.push((piece_start.0, &text[piece_start.1..start]));
+            piece_start = (line, start);
+            in_piece = 0;
+        }
+    }
+    pieces.push((piece_start.0, &text[piece_start.1..]));
+    Some(pieces)
 }
 
 /// The line of the first character the CLIF lexer rejects, outside comments and strings.
@@ -656,6 +667,45 @@ mod tests {
         );
         assert_eq!(invalid_char_line("x\n_start\n"), Some(2));
         assert_eq!(invalid_char_line("x\n\u{feff}y"), Some(2));
+    }
+
+    /// A file of many functions, or of few large ones, is cut at `function` lines into pieces
+    /// that hold every function once, each with the lines before it; a small file is not cut.
+    #[test]
+    fn large_files_are_cut_at_functions_by_count_and_size() {
+        let function = |i: usize, lines: usize| {
+            let body: String = (0..lines)
+                .map(|k| format!("    v{} = iadd v0, v0\n", k + 1))
+                .collect();
+            format!("function %f{i}(i64) -> i64 {{\nblock0(v0: i64):\n{body}    return v0\n}}\n\n")
+        };
+        let check = |text: &str, expected_pieces: usize| {
+            let pieces = function_pieces(text).expect("cut");
+            assert_eq!(pieces.len(), expected_pieces);
+            let first = text.find("function").unwrap();
+            let joined: String = pieces.iter().map(|(_, p)| *p).collect();
+            assert_eq!(joined, text[first..]);
+            for (line, piece) in &pieces {
+                assert!(piece.starts_with("function"));
+                let at = piece.as_ptr() as usize - text.as_ptr() as usize;
+                assert_eq!(text[..at].lines().count(), *line);
+            }
+        };
+        // Large functions: pieces of about PIECE_BYTES.
+        let big: String = std::iter::once("; before\n".to_string())
+            .chain((0..40).map(|i| function(i, 2_000)))
+            .collect();
+        assert!(big.len() > MIN_BYTES);
+        let per_function = function(0, 2_000).len();
+        let per_piece = PIECE_BYTES.div_ceil(per_function);
+        check(&big, 40usize.div_ceil(per_piece));
+        // Many small functions: pieces of PIECE_FUNCTIONS.
+        let many: String = (0..MIN_FUNCTIONS).map(|i| function(i, 1)).collect();
+        check(&many, MIN_FUNCTIONS / PIECE_FUNCTIONS);
+        // Small files, and files with anything but comments before a function, are read whole.
+        let small: String = (0..100).map(|i| function(i, 100)).collect();
+        assert!(function_pieces(&small).is_none());
+        assert!(function_pieces(&format!("target x86_64\n{big}")).is_none());
     }
 
     #[test]
