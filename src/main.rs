@@ -108,7 +108,8 @@ struct Opts {
 
     /// Threads for the parallel phases (reading and verifying, hashing, merging, summarizing);
     /// default: one per core. Small modules use one thread whatever this says (under 4,096
-    /// functions; for global merging's keys, under 20,000 instructions).
+    /// functions; for reading, under 4,096 functions and 1 MiB; for verifying and global
+    /// merging's keys, under 20,000 instructions).
     #[arg(long, value_name = "N", global = true)]
     threads: Option<std::num::NonZeroUsize>,
 
