@@ -21,10 +21,26 @@ pub const ENTITY_NUMBER_BUDGET: u64 = 100_000_000;
 /// The most steps along value alias and global value chains that reading one function may take.
 pub const CHAIN_STEP_BUDGET: u64 = 20_000_000;
 
-const ENTITY_PREFIXES: &[&str] = &[
-    "v", "block", "ss", "dss", "sig", "fn", "gv", "jt", "dt", "mt", "region", "const", "tag",
-    "inst", "et",
-];
+/// Whether `prefix` starts an entity reference (`v`, `block`, `ss`, …).
+fn is_entity_prefix(prefix: &str) -> bool {
+    matches!(
+        prefix,
+        "v" | "block"
+            | "ss"
+            | "dss"
+            | "sig"
+            | "fn"
+            | "gv"
+            | "jt"
+            | "dt"
+            | "mt"
+            | "region"
+            | "const"
+            | "tag"
+            | "inst"
+            | "et"
+    )
+}
 
 /// The first problem of `text`, with its line.
 pub fn problem(text: &str) -> Option<(usize, String)> {
@@ -67,16 +83,53 @@ enum Token<'a> {
     Other,
 }
 
+/// What a byte is to [`tokens`]: part of a word, a blank, or anything else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ByteClass {
+    Word,
+    Blank,
+    Other,
+}
+
+/// [`ByteClass`] by byte: a table, because every byte of the file is classed.
+static BYTE_CLASS: [ByteClass; 256] = {
+    let mut table = [ByteClass::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte.is_ascii_alphanumeric() || byte == b'_' {
+            table[b] = ByteClass::Word;
+        } else if matches!(byte, b' ' | b'\t' | b'\r') {
+            table[b] = ByteClass::Blank;
+        }
+        b += 1;
+    }
+    table
+};
+
 /// The tokens of `text` that matter here, with their lines; comments and strings are skipped.
 fn tokens(text: &str) -> impl Iterator<Item = (usize, Token<'_>)> {
     let bytes = text.as_bytes();
-    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let class = |b: u8| BYTE_CLASS[usize::from(b)];
     let (mut line, mut i) = (1, 0);
     std::iter::from_fn(move || {
         while i < bytes.len() {
             let b = bytes[i];
             let at = i;
             i += 1;
+            match class(b) {
+                ByteClass::Blank => continue,
+                ByteClass::Word => {
+                    while i < bytes.len() && class(bytes[i]) == ByteClass::Word {
+                        i += 1;
+                    }
+                    if at > 0 && bytes[at - 1] == b'%' {
+                        return Some((line, Token::Other));
+                    }
+                    return Some((line, Token::Word(&text[at..i])));
+                }
+                ByteClass::Other => {}
+            }
             match b {
                 b'\n' => line += 1,
                 b';' => {
@@ -97,16 +150,6 @@ fn tokens(text: &str) -> impl Iterator<Item = (usize, Token<'_>)> {
                     return Some((line, Token::Arrow));
                 }
                 b'=' => return Some((line, Token::Equals)),
-                _ if word_byte(b) => {
-                    while i < bytes.len() && word_byte(bytes[i]) {
-                        i += 1;
-                    }
-                    if at > 0 && bytes[at - 1] == b'%' {
-                        return Some((line, Token::Other));
-                    }
-                    return Some((line, Token::Word(&text[at..i])));
-                }
-                b' ' | b'\t' | b'\r' => {}
                 _ => return Some((line, Token::Other)),
             }
         }
@@ -115,15 +158,22 @@ fn tokens(text: &str) -> impl Iterator<Item = (usize, Token<'_>)> {
 }
 
 /// The prefix and number of an entity reference such as `ss12` (`None` for any other word).
+/// A number too large for a `u64` is `u64::MAX`. Runs on every word of a file: bytes, no
+/// string searches.
 fn entity_reference(word: &str) -> Option<(&str, u64)> {
-    let digits = word.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-    let prefix = &word[..word.len() - digits.len()];
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let split = word.bytes().position(|b| !b.is_ascii_alphabetic())?;
+    let (prefix, digits) = word.split_at(split);
+    if !is_entity_prefix(prefix) {
         return None;
     }
-    ENTITY_PREFIXES
-        .contains(&prefix)
-        .then(|| (prefix, digits.parse::<u64>().unwrap_or(u64::MAX)))
+    let mut n: u64 = 0;
+    for b in digits.bytes() {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+    }
+    Some((prefix, n))
 }
 
 /// The largest entity number of each function, and their sum over the file.
@@ -283,6 +333,20 @@ mod tests {
         assert_eq!(line_of(&many), Some(32));
         let fewer = "function %f() {\n sig9999999 = ()\n}\n".repeat(10);
         assert_eq!(line_of(&fewer), None);
+    }
+
+    #[test]
+    fn entity_references_are_a_prefix_and_digits() {
+        assert_eq!(entity_reference("v12"), Some(("v", 12)));
+        assert_eq!(entity_reference("block0"), Some(("block", 0)));
+        assert_eq!(entity_reference("region7"), Some(("region", 7)));
+        let huge = "ss99999999999999999999999";
+        assert_eq!(entity_reference(huge), Some(("ss", u64::MAX)));
+        for word in [
+            "v", "iadd", "i64", "v12x", "v1_2", "x12", "12", "blockv1", "vv1",
+        ] {
+            assert_eq!(entity_reference(word), None, "{word}");
+        }
     }
 
     fn alias_chain(n: usize) -> String {
