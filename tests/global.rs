@@ -164,8 +164,19 @@ fn run_ok(cmd: &mut Command) -> String {
 /// Links the driver with the objects (a plain link: `cc`, no ICF) and runs the program; returns
 /// its output and the executable's bytes.
 fn link_and_run(tc: &Toolchain, dir: &Path, label: &str, objects: &[Vec<u8>]) -> (String, Vec<u8>) {
+    link_and_run_driver(tc, dir, label, DRIVER, objects)
+}
+
+/// [`link_and_run`] with another driver.
+fn link_and_run_driver(
+    tc: &Toolchain,
+    dir: &Path,
+    label: &str,
+    driver_source: &str,
+    objects: &[Vec<u8>],
+) -> (String, Vec<u8>) {
     let driver = dir.join("driver.c");
-    std::fs::write(&driver, DRIVER).unwrap();
+    std::fs::write(&driver, driver_source).unwrap();
     let mut cmd = Command::new(tc.cc);
     cmd.arg("-O1").arg(&driver);
     for (k, bytes) in objects.iter().enumerate() {
@@ -276,6 +287,218 @@ fn linked_units_behave_as_the_unmerged_program_x86_64() {
 #[test]
 fn linked_units_behave_as_the_unmerged_program_aarch64() {
     link_and_run_program(true);
+}
+
+/// genmod (`../shared/tools/genmod.py`) beside the repository; under CI its absence fails.
+fn genmod() -> Option<PathBuf> {
+    let genmod = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/genmod.py");
+    if genmod.exists() {
+        return Some(genmod);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI needs {}",
+        genmod.display()
+    );
+    eprintln!("note: skipping: {} is missing", genmod.display());
+    None
+}
+
+/// The module's functions dealt to `n` units, function `i` to unit `i mod n`, as separate
+/// compilation would: calls to functions of other units become imports.
+fn split(module: &ClifModule, n: usize) -> Vec<ClifModule> {
+    let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
+    for (i, mf) in module.functions().enumerate() {
+        units[i % n]
+            .define(mf.func.clone(), mf.linkage, None)
+            .expect("a function of a valid module");
+    }
+    units
+}
+
+/// `unit` after an edit: every third integer constant of four or more digits is one larger
+/// (genmod's mixing constants; the small ones bound its loops and recursions).
+fn changed(unit: &ClifModule) -> ClifModule {
+    use cranelift_codegen::ir::{InstructionData, Opcode, immediates::Imm64};
+    let mut changed = ClifModule::new();
+    let mut seen = 0;
+    for mf in unit.functions() {
+        let mut func = mf.func.clone();
+        let insts: Vec<_> = func
+            .layout
+            .blocks()
+            .flat_map(|b| func.layout.block_insts(b))
+            .collect();
+        for inst in insts {
+            if let InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } = &mut func.dfg.insts[inst]
+                && imm.bits().unsigned_abs() >= 1000
+            {
+                seen += 1;
+                if seen % 3 == 0 {
+                    *imm = Imm64::new(imm.bits().wrapping_add(1));
+                }
+            }
+        }
+        changed.define(func, mf.linkage, None).unwrap();
+    }
+    changed
+}
+
+/// A C driver calling every function of `module` (genmod's take and return `i64`): the first
+/// argument points into a buffer, the others are pseudo-random, each computed in a statement
+/// of its own (C leaves the order of a call's arguments open). It prints every result and a
+/// hash of the buffer after each call.
+fn driver_for(module: &ClifModule) -> String {
+    use cranelift_codegen::ir::types::I64;
+    let mut decls = String::new();
+    let mut calls = String::new();
+    for mf in module.functions() {
+        let sig = &mf.func.signature;
+        let all_i64 =
+            |ps: &[cranelift_codegen::ir::AbiParam]| ps.iter().all(|p| p.value_type == I64);
+        if !all_i64(&sig.params) || !all_i64(&sig.returns) || sig.returns.len() > 1 {
+            continue;
+        }
+        let name = mf.name.to_string();
+        let name = name.strip_prefix('%').expect("genmod names are %names");
+        let ret = if sig.returns.is_empty() {
+            "void"
+        } else {
+            "int64_t"
+        };
+        let params = vec!["int64_t"; sig.params.len()].join(", ");
+        let params = if params.is_empty() {
+            "void".to_string()
+        } else {
+            params
+        };
+        decls += &format!("extern {ret} {name}({params});\n");
+        calls += "    memset(buf, 0x5a, sizeof buf);\n    {\n";
+        let mut args = Vec::new();
+        for i in 0..sig.params.len() {
+            if i == 0 {
+                args.push("(int64_t)(intptr_t)(buf + 4096)".to_string());
+            } else {
+                calls += &format!("        int64_t a{i} = next({});\n", 2 + i);
+                args.push(format!("a{i}"));
+            }
+        }
+        let call = format!("{name}({})", args.join(", "));
+        if sig.returns.is_empty() {
+            calls += &format!(
+                "        {call};\n        printf(\"{name} %llx\\n\", (unsigned long long)buf_hash());\n"
+            );
+        } else {
+            calls += &format!(
+                "        int64_t r = {call};\n        printf(\"{name} %lld %llx\\n\", (long long)r, (unsigned long long)buf_hash());\n"
+            );
+        }
+        calls += "    }\n";
+    }
+    format!(
+        "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n\
+         static unsigned char buf[1 << 16] __attribute__((aligned(16)));\n\
+         static uint64_t buf_hash(void) {{ uint64_t h = 1469598103934665603ull;\n\
+         for (int i = 0; i < (1 << 16); i++) {{ h ^= buf[i]; h *= 1099511628211ull; }} return h; }}\n\
+         static uint64_t x = 12345;\n\
+         static int64_t next(int shift) {{ x = x * 6364136223846793005ull + 1442695040888963407ull;\n\
+         return (int64_t)(x >> shift); }}\n{decls}int main(void) {{\n{calls}    return 0;\n}}\n"
+    )
+}
+
+/// Generated programs (genmod: planted duplicates, near-duplicates, callers, recursion) split
+/// into units and linked with a driver that calls every function: round 2 in every mode, exact
+/// and with `--similar`, prints what the unmerged units print; so does the program after one
+/// unit changed and was rebuilt against the old summary. `benches/global_programs.sh` does the
+/// same at a larger scale and with more seeds.
+#[test]
+fn generated_programs_behave_as_their_unmerged_builds() {
+    let (Some(genmod), Some(tc)) = (genmod(), toolchain(false)) else {
+        return;
+    };
+    let triple = "x86_64-unknown-linux-gnu";
+    let dir = tempfile::tempdir().unwrap();
+    for (seed, n) in [("3", 3), ("8", 4)] {
+        let clif = dir.path().join("m.clif");
+        let out = Command::new("python3")
+            .arg(&genmod)
+            .args([
+                "--functions",
+                "400",
+                "--dup-rate",
+                "0.3",
+                "--near-rate",
+                "0.2",
+            ])
+            .args(["--transitive-frac", "0.3", "--permute-frac", "0.5"])
+            .args(["--recursive-frac", "0.15", "--seed", seed])
+            .arg("--out-ll")
+            .arg(dir.path().join("m.ll"))
+            .arg("--out-clif")
+            .arg(&clif)
+            .arg("--out-expect")
+            .arg(dir.path().join("m.json"))
+            .output()
+            .expect("python3 runs genmod");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let module = read_files(&[clif], ReadOptions::default()).unwrap();
+        let driver = driver_for(&module);
+        let units = split(&module, n);
+        let summary = summary_of(&units);
+        let mut stale_units = units.clone();
+        stale_units[1] = changed(&units[1]);
+        let run = |label: &str, objects: &[Vec<u8>]| {
+            link_and_run_driver(&tc, dir.path(), label, &driver, objects).0
+        };
+        let unmerged = |units: &[ClifModule]| -> Vec<Vec<u8>> {
+            units.iter().map(|u| build_unmerged(u, triple)).collect()
+        };
+        let expected = run("unmerged", &unmerged(&units));
+        let expected_changed = run("unmerged_changed", &unmerged(&stale_units));
+        assert_ne!(expected, expected_changed, "seed {seed}: the change shows");
+        let similar = SimilarOptions::default();
+        let variants = [
+            (Mode::Aliases, None, &units, &expected),
+            (Mode::Safe, Some(&similar), &units, &expected),
+            (Mode::Thunks, None, &units, &expected),
+            (
+                Mode::Aliases,
+                Some(&similar),
+                &stale_units,
+                &expected_changed,
+            ),
+        ];
+        let mut shared = 0;
+        for (mode, similar, units, expected) in variants {
+            let context = format!(
+                "seed {seed}, --mode {}, similar {}",
+                mode.keyword(),
+                similar.is_some()
+            );
+            let objects: Vec<Vec<u8>> = units
+                .iter()
+                .map(|u| build_with(u, Some(&summary), mode, triple, similar))
+                .collect();
+            let (out, exe) = link_and_run_driver(&tc, dir.path(), "merged", &driver, &objects);
+            assert!(
+                &out == expected,
+                "{context}: the merged program prints otherwise"
+            );
+            shared += shared_body_symbols(&exe).len();
+        }
+        eprintln!("seed {seed}: {shared} shared bodies in the 4 linked programs");
+        assert!(
+            shared >= 100,
+            "seed {seed}: only {shared} shared bodies in 4 programs"
+        );
+    }
 }
 
 /// `ld.lld -shared` (no ICF) keeps one copy of each shared body, and the units take fewer bytes
