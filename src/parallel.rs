@@ -183,6 +183,20 @@ pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> V
     results.into_iter().map(|(_, r)| r).collect()
 }
 
+/// `a` and `b`, on two threads of the pool when `worth_it` (and the pool has two), else one
+/// after the other on the calling thread.
+pub fn join_if<A: Send, B: Send>(
+    worth_it: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if worth_it && rayon::current_num_threads() > 1 {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
 /// `f` applied to every item in place.
 pub fn for_each_mut<T: Send>(items: &mut [T], f: impl Fn(usize, &mut T) + Sync) {
     let threads = threads_for(items.len());

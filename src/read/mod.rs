@@ -127,7 +127,14 @@ impl ModuleReader {
     /// Reads CLIF text that came from `file`. A byte-order mark at the start is skipped.
     pub fn read_text(&mut self, file: &Path, text: &str) -> Result<(), InputError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        for (line, parsed) in scan_directives(text) {
+        // Three scans of the whole text before parsing; on a large file, the limits scan runs
+        // beside the other two. Errors keep their order: directives first, then limits.
+        let ((directives, pieces), problem) = crate::parallel::join_if(
+            text.len() >= MIN_BYTES,
+            || (scan_directives(text), function_pieces(text)),
+            || limits::problem(text),
+        );
+        for (line, parsed) in directives {
             let directive = parsed.map_err(|msg| InputError::new(file, line, msg))?;
             self.directives.push(PlacedDirective {
                 directive,
@@ -135,12 +142,12 @@ impl ModuleReader {
                 line,
             });
         }
-        if let Some((line, msg)) = limits::problem(text) {
+        if let Some((line, msg)) = problem {
             return Err(InputError::new(file, line, msg));
         }
         // A large file is parsed in pieces and every function checked on its own, in parallel;
         // the first error in file order is the one reported, as when checking one by one.
-        let pieces = parse_functions(file, text)?;
+        let pieces = parse_functions(file, text, pieces)?;
         let flags = settings::Flags::new(settings::builder());
         let verify_each = self.options.verify;
         let all: Vec<(&(Function, Details), usize)> = pieces
@@ -348,11 +355,15 @@ struct Lines<'a> {
 }
 
 /// Every function of `text`, by piece. A large file that is a plain list of functions is cut
-/// at its `function` lines into pieces ([`function_pieces`]), parsed in parallel; any other
+/// at its `function` lines into `pieces` ([`function_pieces`]), parsed in parallel; any other
 /// file, and any file with an error, is parsed whole, so that the error is exactly the one the
 /// reader gives for the file.
-fn parse_functions<'a>(file: &Path, text: &'a str) -> Result<Vec<Piece<'a>>, InputError> {
-    if let Some(pieces) = function_pieces(text) {
+fn parse_functions<'a>(
+    file: &Path,
+    text: &'a str,
+    pieces: Option<Vec<(usize, &'a str)>>,
+) -> Result<Vec<Piece<'a>>, InputError> {
+    if let Some(pieces) = pieces {
         let parsed = crate::parallel::map_large(&pieces, |&(offset, piece)| {
             let test = crate::guard::catch_panic(|| {
                 cranelift_reader::parse_test(piece, ParseOptions::default())
@@ -706,6 +717,42 @@ mod tests {
         let small: String = (0..100).map(|i| function(i, 100)).collect();
         assert!(function_pieces(&small).is_none());
         assert!(function_pieces(&format!("target x86_64\n{big}")).is_none());
+    }
+
+    /// A large file's scans run side by side, but report in the order a small file's do: a
+    /// malformed directive before a refused entity number, wherever each is.
+    #[test]
+    fn a_large_file_reports_directives_before_limits() {
+        let function = |i: usize| {
+            let body: String = (1..200)
+                .map(|k| format!("    v{k} = iadd v0, v0\n"))
+                .collect();
+            format!("function %f{i}(i64) -> i64 {{\nblock0(v0: i64):\n{body}    return v0\n}}\n")
+        };
+        let mut text: String = (0..400).map(function).collect();
+        assert!(text.len() >= MIN_BYTES);
+        text = text.replacen("v5 = iadd v0, v0", "v5 = iadd v0, v2000000000", 1);
+        let limits_line = text
+            .lines()
+            .position(|l| l.contains("v2000000000"))
+            .unwrap()
+            + 1;
+        let read =
+            |text: &str| read_module_text(Path::new("big.clif"), text, ReadOptions::default());
+        let error = read(&text).unwrap_err();
+        assert_eq!(
+            (error.line, error.message.contains("entity numbers")),
+            (limits_line, true)
+        );
+        text.push_str("; linkage: %f3 sideways\n");
+        let directive_line = text.lines().count();
+        let error = read(&text).unwrap_err();
+        assert_eq!(error.line, directive_line, "{}", error.message);
+        assert!(
+            error.message.contains("unknown linkage"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
