@@ -13,9 +13,12 @@
 //!    per entry shows whether the cost is linear in the summaries' size.
 
 use clif_merge::global::{ParamRecord, Summary, SummaryEntry, merge_with_summary};
-use clif_merge::{ClifModule, FuncName, Mode, ReadOptions, SymbolLinkage, merge_module_with};
+use clif_merge::{FuncName, Mode, ReadOptions, SymbolLinkage, merge_module_with};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+#[path = "../tests/common/split.rs"]
+mod split;
 
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -27,17 +30,6 @@ fn env_number(name: &str, default: usize) -> usize {
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
-}
-
-/// The module's functions dealt to `n` units in layout order.
-fn split(module: &ClifModule, n: usize) -> Vec<ClifModule> {
-    let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
-    for (i, mf) in module.functions().enumerate() {
-        units[i % n]
-            .define(mf.func.clone(), mf.linkage, None)
-            .expect("a function of a valid module");
-    }
-    units
 }
 
 fn time(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
@@ -61,7 +53,7 @@ fn corpus(runs: usize, units: usize) {
     for file in files {
         let module = clif_merge::read_files(std::slice::from_ref(&file), ReadOptions::default())
             .expect("a corpus module");
-        let parts = split(&module, units);
+        let parts = split::split_units(&module, units);
         let summary = Summary::combine(parts.iter().map(Summary::of_module));
         let (mut pass, mut summarize, mut round2) =
             (Duration::ZERO, Duration::ZERO, Duration::ZERO);

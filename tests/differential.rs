@@ -24,6 +24,7 @@ use clif_merge::{
     merge_module, merge_module_with,
 };
 use common::modgen::{DEPTH_MASK, ModGenConfig, generate_module};
+use common::split::split_units;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{
@@ -940,26 +941,6 @@ fn similar_merged_generated_modules_behave_the_same_natively() {
 // similar merging forced) against the unit as it was, in the interpreter. Calls to other units
 // are imports there, so what is checked is each unit's own rewrite: members that became thunks
 // to shared bodies (passing their own callees and constants) behave as before.
-
-/// The module's functions dealt to `n` units (an alias goes with its target).
-fn split_units(module: &ClifModule, n: usize) -> Vec<ClifModule> {
-    let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
-    for (i, mf) in module.functions().enumerate() {
-        units[i % n]
-            .define(mf.func.clone(), mf.linkage, None)
-            .expect("a function of a valid module");
-    }
-    for alias in module.aliases() {
-        if let Some(unit) = units
-            .iter_mut()
-            .find(|u| u.resolve(&alias.target).is_some())
-        {
-            unit.add_alias(alias.clone())
-                .expect("its target is in the unit");
-        }
-    }
-    units
-}
 
 #[test]
 fn global_round_two_units_behave_the_same_in_the_interpreter() {

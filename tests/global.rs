@@ -13,6 +13,11 @@ use object::{Object as _, ObjectComdat as _, ObjectSection as _, ObjectSymbol as
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+#[path = "common/genmod.rs"]
+mod genmod;
+#[path = "common/split.rs"]
+mod split;
+
 const UNITS: usize = 3;
 
 fn unit_path(k: usize) -> PathBuf {
@@ -289,33 +294,6 @@ fn linked_units_behave_as_the_unmerged_program_aarch64() {
     link_and_run_program(true);
 }
 
-/// genmod (`../shared/tools/genmod.py`) beside the repository; under CI its absence fails.
-fn genmod() -> Option<PathBuf> {
-    let genmod = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/genmod.py");
-    if genmod.exists() {
-        return Some(genmod);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI needs {}",
-        genmod.display()
-    );
-    eprintln!("note: skipping: {} is missing", genmod.display());
-    None
-}
-
-/// The module's functions dealt to `n` units, function `i` to unit `i mod n`, as separate
-/// compilation would: calls to functions of other units become imports.
-fn split(module: &ClifModule, n: usize) -> Vec<ClifModule> {
-    let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
-    for (i, mf) in module.functions().enumerate() {
-        units[i % n]
-            .define(mf.func.clone(), mf.linkage, None)
-            .expect("a function of a valid module");
-    }
-    units
-}
-
 /// `unit` after an edit: every third integer constant of four or more digits is one larger
 /// (genmod's mixing constants; the small ones bound its loops and recursions).
 fn changed(unit: &ClifModule) -> ClifModule {
@@ -416,41 +394,32 @@ fn driver_for(module: &ClifModule) -> String {
 /// same at a larger scale and with more seeds.
 #[test]
 fn generated_programs_behave_as_their_unmerged_builds() {
-    let (Some(genmod), Some(tc)) = (genmod(), toolchain(false)) else {
+    let (Some(genmod), Some(tc)) = (genmod::genmod(), toolchain(false)) else {
         return;
     };
     let triple = "x86_64-unknown-linux-gnu";
     let dir = tempfile::tempdir().unwrap();
     for (seed, n) in [("3", 3), ("8", 4)] {
-        let clif = dir.path().join("m.clif");
-        let out = Command::new("python3")
-            .arg(&genmod)
-            .args([
-                "--functions",
-                "400",
-                "--dup-rate",
-                "0.3",
-                "--near-rate",
-                "0.2",
-            ])
-            .args(["--transitive-frac", "0.3", "--permute-frac", "0.5"])
-            .args(["--recursive-frac", "0.15", "--seed", seed])
-            .arg("--out-ll")
-            .arg(dir.path().join("m.ll"))
-            .arg("--out-clif")
-            .arg(&clif)
-            .arg("--out-expect")
-            .arg(dir.path().join("m.json"))
-            .output()
-            .expect("python3 runs genmod");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = [
+            "--functions",
+            "400",
+            "--dup-rate",
+            "0.3",
+            "--near-rate",
+            "0.2",
+            "--transitive-frac",
+            "0.3",
+            "--permute-frac",
+            "0.5",
+            "--recursive-frac",
+            "0.15",
+            "--seed",
+            seed,
+        ];
+        let (clif, _, _) = genmod::generate(&genmod, dir.path(), &args);
         let module = read_files(&[clif], ReadOptions::default()).unwrap();
         let driver = driver_for(&module);
-        let units = split(&module, n);
+        let units = split::split_units(&module, n);
         let summary = summary_of(&units);
         let mut stale_units = units.clone();
         stale_units[1] = changed(&units[1]);

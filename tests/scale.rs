@@ -15,6 +15,7 @@
 mod common;
 
 use common::r#gen::{Choices, GenConfig, generate_with, pseudo_random_choices};
+use common::genmod::{generate, genmod};
 use common::mutate::renumber;
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{InstBuilder, UserFuncName, types::I64};
@@ -22,53 +23,10 @@ use cranelift_codegen::ir::{InstBuilder, UserFuncName, types::I64};
 use clif_merge::merge::find_classes;
 use clif_merge::{ClifModule, Mode, PassTimes, ReadOptions, SymbolLinkage, read_files};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// A class as a sorted list of names without `%`.
 type Class = Vec<String>;
-
-/// genmod, when `../shared` is beside the repository.
-fn genmod() -> Option<PathBuf> {
-    let genmod = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/genmod.py");
-    if genmod.exists() {
-        return Some(genmod);
-    }
-    let why = format!(
-        "{} is missing (../shared is not beside the clone)",
-        genmod.display()
-    );
-    assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
-    eprintln!("note: skipping: {why}");
-    None
-}
-
-/// Runs genmod with `args` into `dir`; returns the `.clif` and `.expect.json` paths and the
-/// command line (for messages).
-fn generate(genmod: &Path, dir: &Path, args: &[&str]) -> (PathBuf, PathBuf, String) {
-    let clif = dir.join("m.clif");
-    let ll = dir.join("m.ll");
-    let expect = dir.join("m.expect.json");
-    let mut cmd = Command::new("python3");
-    cmd.arg(genmod)
-        .args(args)
-        .arg("--out-ll")
-        .arg(&ll)
-        .arg("--out-clif")
-        .arg(&clif)
-        .arg("--out-expect")
-        .arg(&expect);
-    let line = format!("python3 ../shared/tools/genmod.py {}", args.join(" "));
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `{line}` (python3 is needed): {e}"));
-    assert!(
-        out.status.success(),
-        "`{line}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (clif, expect, line)
-}
 
 fn planted_classes(expect: &Path) -> BTreeSet<Class> {
     let text = std::fs::read_to_string(expect).expect("read expect.json");

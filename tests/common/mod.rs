@@ -5,10 +5,12 @@
 #![allow(dead_code)]
 
 pub mod canon;
+pub mod genmod;
 // `gen` is a reserved word in edition 2024, hence the raw identifier (the file is `gen.rs`).
 pub mod r#gen;
 pub mod modgen;
 pub mod mutate;
+pub mod split;
 
 #[allow(unused_imports)]
 pub use self::r#gen as generator;
