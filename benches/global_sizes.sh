@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Global merging's figures, as the README's tables show them.
+# Global merging's figures, as the tables of benches/README.md show them.
 #
 #     cargo build --release --example split_units && cargo build --release
 #     bash benches/global_sizes.sh [N]          # N units (default 8)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sizes with similar merging, as the README's tables show them.
+# Sizes with similar merging, as the tables of benches/README.md show them.
 #
 #     bash benches/similar_sizes.sh            # after `cargo build --release`
 #

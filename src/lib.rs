@@ -45,13 +45,16 @@
 //! |---|---|
 //! | [`batch`] | merging for embedders that compile each function themselves: typed decisions per key |
 //! | [`merging_module`] | [`MergingModule`]: a cranelift-module `Module` that merges on the way to a JIT or object module, eagerly or at `finish` |
+//! | [`pipeline`] | the whole job as one function (what the command line does): read, merge, verify, write, results as data |
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
+//! | [`references`] | references between a function's declarations that neither the reader nor the verifier checks |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
 //! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
 //! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
 //! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
 //! | [`similar`] | similar merging (`--similar`): functions equal but for constants, symbols or callees share one body with parameters |
+//! | [`global`] | global merging across units: content keys, summaries and `combine`, round 2 |
 //! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
@@ -103,3 +106,8 @@ pub use merging_module::{FinishError, MergingModule};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};
 pub use similar::SimilarOptions;
+
+/// The README's Rust examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

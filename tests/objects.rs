@@ -1,6 +1,6 @@
 //! Proof by linking and running: the objects written for merged modules behave exactly as the
-//! objects of the same modules compiled without merging, and their symbols are what the README
-//! and `src/emit/object.rs` promise.
+//! objects of the same modules compiled without merging, and their symbols are what `docs/objects.md`
+//! and `src/emit/object/` promise.
 //!
 //! Each module of `tests/data/objects/*.clif` is compiled twice per configuration: without
 //! merging or machine-code folding (the reference), and merged in one mode (safe, aliases or

@@ -15,7 +15,7 @@
 //!
 //! The merge is made when `before − after` is at least the threshold
 //! ([`super::SimilarOptions::min_saving`]). The constants are x86_64 bytes, fitted on the corpus
-//! (see the README's "cost model" section, and `benches/similar_sizes.sh`): the compiled size of
+//! (see `docs/similar.md`, "Cost model", and `benches/similar_sizes.sh`): the compiled size of
 //! a function against its instruction count, thunks with 0 to 6 extra arguments, and call sites
 //! with extra arguments.
 
