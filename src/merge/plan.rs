@@ -111,7 +111,7 @@ impl MergePlan {
 
 /// Every name the module defines or refers to: a new name must be none of them, or a call to an
 /// imported function could end up calling the new one.
-fn names_in_use(module: &ClifModule) -> FxHashSet<FuncName> {
+pub(crate) fn names_in_use(module: &ClifModule) -> FxHashSet<FuncName> {
     let mut names: FxHashSet<FuncName> = FxHashSet::default();
     for mf in module.functions() {
         names.insert(mf.name.clone());

@@ -6,7 +6,7 @@ use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function, Opcode};
-use cranelift_entity::{EntityRef, SecondaryMap};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 use rustc_hash::FxHashMap;
 
 /// Every kind of operand that may become a parameter.
@@ -109,6 +109,37 @@ fn passes_constants(func: &Function) -> bool {
     calls == 1
 }
 
+/// The module functions that some declaration names with a signature other than their own
+/// (legal CLIF: the call follows the declaration). They are not members: a caller of a removed
+/// member must pass the member's own arguments to the shared body, and a self-call through such
+/// a declaration cannot pass the shared body's; a thunk in place of the function would answer
+/// a mismatched call otherwise than the function did. Left as they are, they keep their
+/// behaviour exactly.
+fn declared_otherwise(module: &ClifModule, refs: &ModuleRefs) -> EntitySet<FunctionId> {
+    let found: Vec<Vec<FunctionId>> = parallel::map(
+        module.ids(),
+        || (),
+        |_, _, &id| {
+            let func = &module.function(id).func;
+            let callees = &refs.of_function(id).callees;
+            func.dfg
+                .ext_funcs
+                .iter()
+                .filter_map(|(func_ref, ext)| {
+                    let callee = module.resolve_symbol(callees[func_ref.index()]?)?;
+                    let declared = &func.dfg.signatures[ext.signature];
+                    (*declared != module.function(callee).func.signature).then_some(callee)
+                })
+                .collect()
+        },
+    );
+    let mut set = EntitySet::with_capacity(module.id_count());
+    for id in found.into_iter().flatten() {
+        set.insert(id);
+    }
+    set
+}
+
 /// The groups of two or more candidates whose fingerprints with holes are equal, each sorted by
 /// its members' hole values, the groups in no particular order.
 /// `shapes` holds the shape hash of every function with a body (see
@@ -134,12 +165,16 @@ pub(super) fn similar_groups(
     for &shape in &shapes {
         *shape_count.entry(shape).or_default() += 1;
     }
-    let shared: Vec<FunctionId> = candidates
+    let mut shared: Vec<FunctionId> = candidates
         .iter()
         .zip(&shapes)
         .filter(|(_, s)| shape_count[s] >= 2)
         .map(|(&id, _)| id)
         .collect();
+    if !shared.is_empty() {
+        let declared_otherwise = declared_otherwise(module, refs);
+        shared.retain(|&id| !declared_otherwise.contains(id));
+    }
     let fingerprints: Vec<(Fingerprint, u64)> =
         parallel::map(&shared, FingerprintWriter::new, |w, _, &id| {
             let resolver = SimilarResolver {

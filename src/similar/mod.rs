@@ -24,6 +24,10 @@
 //! condition codes, memory flags, offsets, trap codes, blocks, the stack frame, signatures and
 //! conventions. Functions whose fingerprints with holes are equal form a group.
 //!
+//! A function that some declaration (a caller's, or its own for a self-call) names with a
+//! signature other than its own is not a member: legal CLIF, but neither a call of the shared
+//! body nor a thunk would answer that call exactly as the function did.
+//!
 //! A call of a function to itself is compared as a self-reference, so that self-recursive
 //! members group; in the shared body it calls the shared body, passing the parameters through.
 //! Mutually recursive members call each other through a callee parameter: each member's thunk
@@ -42,7 +46,9 @@
 //! whose hole values are the least (so a function of the group's content), with the parameters
 //! appended to its signature. Its name is `%similar_` and a 128-bit hash of the fingerprint with
 //! holes, the parameter layout and the constant values: two modules that meet the same group
-//! write the same shared body under the same name. A callee parameter is called with
+//! write the same shared body under the same name. A group whose name the module already uses
+//! — defines, or refers to without defining it (an import) — is left alone: the shared body
+//! would capture the import's calls. A callee parameter is called with
 //! `call_indirect`: an indirect call costs a register and, on some cores, a branch-target
 //! prediction, where the direct call cost nothing.
 //!

@@ -11,6 +11,7 @@ use crate::compare::FingerprintWriter;
 use crate::compare::Hole;
 use crate::compare::stable_hash::StableHash;
 use crate::merge::callsite::{ExtraArgument, redirect_declaration};
+use crate::merge::plan::names_in_use;
 use crate::merge::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
 use crate::merge::{Action, Mode};
 use crate::module::{ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
@@ -67,11 +68,19 @@ pub(super) fn merge_similar(
         uses: &uses,
     };
     let mut names = FxHashSet::default();
+    // A shared body must not take a name the module already uses, even only as an import: a
+    // call to that import would call the shared body. Only needed once a group is accepted.
+    let mut in_use: Option<FxHashSet<FuncName>> = None;
     let accepted: Vec<Planned> = groups
         .into_iter()
         .flat_map(|members| choice.subgroups(members))
         .filter_map(|members| plan_group(module, members))
         .filter(|p| module.lookup(&p.name).is_none() && names.insert(p.name.clone()))
+        .filter(|p| {
+            !in_use
+                .get_or_insert_with(|| names_in_use(module))
+                .contains(&p.name)
+        })
         .collect();
     apply(module, mode, accepted, &needs)
 }

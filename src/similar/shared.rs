@@ -8,7 +8,8 @@ use crate::compare::{NameKey, RefKind};
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::{
-    AbiParam, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode, Value,
+    AbiParam, ExtFuncData, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode,
+    Value,
 };
 
 /// Why a group cannot have a shared body (it is left alone).
@@ -18,6 +19,9 @@ pub(super) enum Unsupported {
     CalleeInstruction,
     /// A self-call is not a `call`/`return_call`.
     SelfCallInstruction,
+    /// A self-call's declaration has another signature than the function: the shared body
+    /// could not pass its parameters through it.
+    SelfCallSignature,
 }
 
 /// Whether `first`'s body can become a shared body with `layout`; its calls to itself.
@@ -68,21 +72,26 @@ pub(super) fn shared_body(
             replace_operand(&mut func, *site, params[*param as usize]);
         }
     }
-    // The declarations of the member itself now name the shared body (every use is one of the
-    // self-calls: an address of itself would have kept the member out of the group), so no
-    // trace of the member's name is left in the body.
-    let own_name = name.to_external(&mut func);
-    let signature = func.signature.clone();
-    let sig_ref = (!self_calls.is_empty()).then(|| func.import_signature(signature));
-    for &call in self_calls {
-        let sig_ref = sig_ref.expect("imported for the self-calls");
-        let dfg = &mut func.dfg;
-        if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
-            let ext = &mut dfg.ext_funcs[*func_ref];
-            ext.name = own_name.clone();
-            ext.signature = sig_ref;
-            ext.colocated = true;
-            args.extend(params.iter().copied(), &mut dfg.value_lists);
+    // The self-calls call the shared body through a new declaration: the member's own
+    // declarations may have other uses (a `func_addr` of the member through the declaration a
+    // self-call uses is the member's address, and stays so). A declaration left unused is
+    // dropped by the renumbering below.
+    if !self_calls.is_empty() {
+        let own_name = name.to_external(&mut func);
+        let signature = func.signature.clone();
+        let signature = func.import_signature(signature);
+        let own = func.import_function(ExtFuncData {
+            name: own_name,
+            signature,
+            colocated: true,
+            patchable: false,
+        });
+        for &call in self_calls {
+            let dfg = &mut func.dfg;
+            if let InstructionData::Call { func_ref, args, .. } = &mut dfg.insts[call] {
+                *func_ref = own;
+                args.extend(params.iter().copied(), &mut dfg.value_lists);
+            }
         }
     }
     func.dfg.resolve_all_aliases();
@@ -113,6 +122,9 @@ fn self_calls(
             let symbol = module.lookup_external(&ext.name, func);
             if callee_key(module, me, symbol, kind, ext.patchable) != NameKey::Class(me) {
                 continue;
+            }
+            if func.dfg.signatures[ext.signature] != func.signature {
+                return Err(Unsupported::SelfCallSignature);
             }
             match opcode {
                 Opcode::Call | Opcode::ReturnCall => calls.push(inst),

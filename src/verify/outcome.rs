@@ -63,6 +63,9 @@ pub enum Outcome {
     TooDeep,
     /// The interpreter cannot run something on the way (reason).
     Unsupported(String),
+    /// The interpreter has no address for this `symbol` (a global value's symbol, which it
+    /// cannot resolve): also unsupported.
+    NoSymbolAddress(String),
 }
 
 impl Outcome {
@@ -73,7 +76,7 @@ impl Outcome {
 
     /// Whether the interpreter could not run something on the way.
     pub fn is_unsupported(&self) -> bool {
-        matches!(self, Outcome::Unsupported(_))
+        matches!(self, Outcome::Unsupported(_) | Outcome::NoSymbolAddress(_))
     }
 
     /// The same end: results equal bit for bit, or the same trap.
@@ -105,6 +108,10 @@ impl fmt::Display for Outcome {
             Outcome::OutOfFuel => write!(f, "runs out of fuel"),
             Outcome::TooDeep => write!(f, "calls too deep"),
             Outcome::Unsupported(why) => write!(f, "unsupported by the interpreter: {why}"),
+            Outcome::NoSymbolAddress(name) => write!(
+                f,
+                "unsupported by the interpreter: the address of the symbol {name}"
+            ),
         }
     }
 }

@@ -8,7 +8,7 @@ use super::outcome::{ImportCall, Outcome, Run, Trap};
 use super::state::SlotState;
 use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{Function, Inst};
+use cranelift_codegen::ir::{Function, GlobalValueData, Inst, InstructionData};
 use cranelift_interpreter::environment::FunctionStore;
 use cranelift_interpreter::instruction::DfgInstructionContext;
 use cranelift_interpreter::interpreter::InterpreterState;
@@ -118,6 +118,9 @@ impl<'a> Side<'a> {
         imports: &mut Vec<ImportCall>,
     ) -> Result<Inst, Outcome> {
         let func = self.state.current_frame().function();
+        if let Some(symbol) = symbol_address(func, pc) {
+            return Err(Outcome::NoSymbolAddress(symbol));
+        }
         let flow = step(&mut self.state, DfgInstructionContext::new(pc, &func.dfg))
             .map_err(|e| Outcome::Unsupported(error_chain(&e)))?;
         match flow {
@@ -282,6 +285,29 @@ fn slot_functions<'a>(
         }
     }
     slot_fn
+}
+
+/// The symbol whose address `inst` needs (a `symbol_value`, `tls_value` or `global_value` of a
+/// chain that starts at a `symbol`), as CLIF writes it: the interpreter has no such addresses.
+fn symbol_address(func: &Function, inst: Inst) -> Option<String> {
+    let InstructionData::UnaryGlobalValue { global_value, .. } = func.dfg.insts[inst] else {
+        return None;
+    };
+    let mut gv = global_value;
+    // A chain of bases is finite (the verifier refuses cycles); the bound only keeps a bad
+    // module from looping here.
+    for _ in 0..func.global_values.len() {
+        match &func.global_values[gv] {
+            GlobalValueData::Symbol { name, .. } => {
+                return Some(name.display(Some(&func.params)).to_string());
+            }
+            GlobalValueData::Load { base, .. } | GlobalValueData::IAddImm { base, .. } => {
+                gv = *base
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The instruction after `inst`, which does not end its block.

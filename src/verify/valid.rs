@@ -1,0 +1,83 @@
+//! The merged module is valid CLIF: every function the merge wrote or changed passes the CLIF
+//! verifier. Running it proves nothing of the kind (the interpreter runs what it is given), and a
+//! function that is not valid CLIF cannot be compiled or read back.
+
+use super::outcome::{Mismatch, Outcome, Run};
+use crate::module::{ClifModule, FuncName};
+use cranelift_codegen::ir::Function;
+use cranelift_codegen::isa::{self, OwnedTargetIsa};
+use cranelift_codegen::settings;
+
+/// A mismatch for every function of `merged` that is new or differs from the function of its
+/// name in `original` and fails the CLIF verifier, in module order. (The functions it leaves as
+/// they were were verified when read.)
+pub(super) fn invalid_functions(original: &ClifModule, merged: &ClifModule) -> Vec<Mismatch> {
+    let isa = host_isa();
+    let flags = settings::Flags::new(settings::builder());
+    let mut found = Vec::new();
+    for mf in merged.functions() {
+        let unchanged = original
+            .resolve(&mf.name)
+            .is_some_and(|id| original.function(id).func == mf.func);
+        if unchanged {
+            continue;
+        }
+        if let Err(why) = verify(&mf.func, isa.as_deref(), &flags) {
+            found.push(invalid(&mf.name, why));
+        }
+    }
+    found
+}
+
+/// The host's ISA with default flags, for the instructions that need one to verify; None on a
+/// host Cranelift does not support.
+fn host_isa() -> Option<OwnedTargetIsa> {
+    isa::lookup(target_lexicon::Triple::host())
+        .ok()?
+        .finish(settings::Flags::new(settings::builder()))
+        .ok()
+}
+
+/// The verifier's first error on `func`, with the count of the others.
+fn verify(
+    func: &Function,
+    isa: Option<&dyn isa::TargetIsa>,
+    flags: &settings::Flags,
+) -> Result<(), String> {
+    let verified = crate::guard::catch_panic(|| match isa {
+        Some(isa) => cranelift_codegen::verify_function(func, isa),
+        None => cranelift_codegen::verify_function(func, flags),
+    })
+    .map_err(|panic| format!("the CLIF verifier failed: {panic}"))?;
+    let Err(errors) = verified else {
+        return Ok(());
+    };
+    let first = &errors.0[0];
+    let context = first
+        .context
+        .as_deref()
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    let more = match errors.0.len() {
+        1 => String::new(),
+        n => format!(" (and {} more verifier errors)", n - 1),
+    };
+    Err(format!(
+        "{}{context}: {}{more}",
+        first.location, first.message
+    ))
+}
+
+fn invalid(name: &FuncName, why: String) -> Mismatch {
+    let not_run = |why: String| Run {
+        outcome: Outcome::NotRunnable(why),
+        imports: Vec::new(),
+    };
+    Mismatch {
+        function: name.clone(),
+        ran_as: None,
+        args: Vec::new(),
+        original: not_run("not run".into()),
+        merged: not_run(format!("not valid CLIF after merging: {why}")),
+    }
+}
