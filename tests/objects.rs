@@ -1740,6 +1740,9 @@ cases! {
     recursion_similar_aliases_aarch64 => link_and_run_similar_case("recursion", Mode::Aliases, Arch::Aarch64);
     duplicates_similar_safe_x86_64 => link_and_run_similar_case("duplicates", Mode::Safe, Arch::X86_64);
     tail_similar_safe_aarch64 => link_and_run_similar_case("tail", Mode::Safe, Arch::Aarch64);
+    similar_rewrites_safe_x86_64 => link_and_run_similar_case("similar_rewrites", Mode::Safe, Arch::X86_64);
+    similar_rewrites_safe_aarch64 => link_and_run_similar_case("similar_rewrites", Mode::Safe, Arch::Aarch64);
+    similar_rewrites_thunks_x86_64 => link_and_run_similar_case("similar_rewrites", Mode::Thunks, Arch::X86_64);
     duplicates_safe_x86_64 => link_and_run_case("duplicates", Mode::Safe, Arch::X86_64);
     duplicates_safe_aarch64 => link_and_run_case("duplicates", Mode::Safe, Arch::Aarch64);
     duplicates_safe_macho_x86_64 => macho_case("duplicates", Mode::Safe, Arch::X86_64);
