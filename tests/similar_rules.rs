@@ -12,7 +12,8 @@
 //!
 //! Every module is merged in every mode with every similar group taken; each merged function
 //! must pass the CLIF verifier, the emitted CLIF must read back, and `verify_merge` must agree.
-//! `SIMILAR_RULES_CASES=n` sets the number of generated modules.
+//! `SIMILAR_RULES_CASES=n` sets the number of generated modules and of proptest cases (the
+//! families of similar functions are proptest strategies, shrunk on failure).
 
 mod common;
 
@@ -34,6 +35,8 @@ use cranelift_codegen::ir::{
     UserFuncName,
 };
 use cranelift_codegen::settings;
+use proptest::prelude::*;
+use proptest::test_runner::Config as ProptestConfig;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -242,20 +245,74 @@ fn module_of(functions: Vec<(Function, SymbolLinkage)>, gm: &GenModule) -> ClifM
     .module()
 }
 
-/// A generated family of similar self-recursive functions `%r0..`, differing in one constant,
-/// each returning `%r0`'s address at depth 0: `%r0` takes it through the declaration of its own
-/// self-call, the others through a declaration of `%r0`. With `other_signature`, the self-calls
-/// go through a declaration that takes one more `i64`. `%main` calls every member, and with
-/// `other_signature` also declares some members with another signature.
-fn recursive_family(seeds: &mut Seeds, other_signature: bool) -> String {
-    let members = 2 + (seeds.next() % 4) as usize;
-    let mut text = String::new();
-    for j in 0..members {
-        let linkage = ["local", "export", "hidden"][(seeds.next() % 3) as usize];
-        text.push_str(&format!("; linkage: %r{j} {linkage}\n"));
+/// One member of a generated family: its constant, its linkage, and whether `%main` also
+/// declares it with another signature.
+#[derive(Clone, Debug)]
+struct FamilyMember {
+    constant: i16,
+    linkage: &'static str,
+    declared_otherwise: bool,
+}
+
+/// Families of 2 to 5 members.
+fn family() -> impl Strategy<Value = Vec<FamilyMember>> {
+    let member =
+        (any::<i16>(), 0..3usize, any::<bool>()).prop_map(|(constant, l, d)| FamilyMember {
+            constant,
+            linkage: ["local", "export", "hidden"][l],
+            declared_otherwise: d,
+        });
+    prop::collection::vec(member, 2..6)
+}
+
+/// Whether the members' constants are not all one (they form a similar group, not an exact
+/// class).
+fn constants_differ(members: &[FamilyMember]) -> bool {
+    members.iter().any(|m| m.constant != members[0].constant)
+}
+
+/// `%main`, calling every member `%{prefix}j` with its argument and adding the results; with
+/// `otherwise`, it also declares (unused) the members that say so with another signature.
+fn main_calling(prefix: &str, members: &[FamilyMember], otherwise: bool) -> String {
+    let mut text = String::from("function %main(i64) -> i64 system_v {\n");
+    text.push_str("    sig0 = (i64) -> i64 system_v\n    sig1 = (i64, i64) -> i64 system_v\n");
+    for j in 0..members.len() {
+        text.push_str(&format!("    fn{j} = colocated %{prefix}{j} sig0\n"));
     }
-    for j in 0..members {
-        let constant = (seeds.next() % 1000) as i64 - 500;
+    let mut next = members.len();
+    for (j, m) in members.iter().enumerate() {
+        if otherwise && m.declared_otherwise {
+            text.push_str(&format!("    fn{next} = colocated %{prefix}{j} sig1\n"));
+            next += 1;
+        }
+    }
+    text.push_str("block0(v0: i64):\n");
+    let mut sum = "v0".to_string();
+    for j in 0..members.len() {
+        text.push_str(&format!("    v{} = call fn{j}(v0)\n", 100 + j));
+        text.push_str(&format!("    v{} = iadd {sum}, v{}\n", 200 + j, 100 + j));
+        sum = format!("v{}", 200 + j);
+    }
+    text.push_str(&format!("    return {sum}\n}}\n"));
+    text
+}
+
+fn linkages(prefix: &str, members: &[FamilyMember]) -> String {
+    let mut text = String::new();
+    for (j, m) in members.iter().enumerate() {
+        text.push_str(&format!("; linkage: %{prefix}{j} {}\n", m.linkage));
+    }
+    text
+}
+
+/// A family of similar self-recursive functions `%r0..`, differing in one constant, each
+/// returning `%r0`'s address at depth 0: `%r0` takes it through the declaration of its own
+/// self-call, the others through a declaration of `%r0`. With `other_signature`, the self-calls
+/// go through a declaration that takes one more `i64`, and `%main` declares some members with
+/// another signature.
+fn recursive_family(members: &[FamilyMember], other_signature: bool) -> String {
+    let mut text = linkages("r", members);
+    for (j, m) in members.iter().enumerate() {
         let (self_sig, self_args) = match other_signature {
             true => ("sig1", "v2, v2"),
             false => ("sig0", "v2"),
@@ -283,67 +340,62 @@ block2:
     return v6
 }}
 
-"
+",
+            constant = m.constant
         ));
     }
-    text.push_str("function %main(i64) -> i64 system_v {\n    sig0 = (i64) -> i64 system_v\n");
-    text.push_str("    sig1 = (i64, i64) -> i64 system_v\n");
-    for j in 0..members {
-        text.push_str(&format!("    fn{j} = colocated %r{j} sig0\n"));
-    }
-    let mut next = members;
-    for j in 0..members {
-        if other_signature && seeds.next() % 4 == 0 {
-            text.push_str(&format!("    fn{next} = colocated %r{j} sig1\n"));
-            next += 1;
-        }
-    }
-    text.push_str("block0(v0: i64):\n");
-    let mut sum = "v0".to_string();
-    for j in 0..members {
-        text.push_str(&format!("    v{} = call fn{j}(v0)\n", 100 + j));
-        text.push_str(&format!("    v{} = iadd {sum}, v{}\n", 200 + j, 100 + j));
-        sum = format!("v{}", 200 + j);
-    }
-    text.push_str(&format!("    return {sum}\n}}\n"));
-    text
+    text + &main_calling("r", members, other_signature)
 }
 
-#[test]
-fn func_addr_through_a_self_call_declaration_keeps_the_members_address() {
-    let n = cases(24);
-    let mut seeds = Seeds(0x5e1f_add7_0000_0001);
-    let (mut groups, mut members) = (0, 0);
-    for case in 0..n {
-        let text = recursive_family(&mut seeds, false);
-        let module = read_module_text(Path::new("family.clif"), &text, ReadOptions::default())
-            .unwrap_or_else(|e| panic!("{e}\n{text}"));
-        for mode in MODES {
-            let report = check(&format!("case {case}"), &module, mode);
-            groups += similar_groups(&report);
-            members += report
-                .similar
-                .iter()
-                .flatten()
-                .map(|g| g.members.len())
-                .sum::<usize>();
-        }
-    }
-    eprintln!("{n} families x 3 modes: {groups} groups, {members} members");
-    assert!(groups >= 3 * n, "only {groups} similar groups");
+fn read(text: &str) -> ClifModule {
+    read_module_text(Path::new("family.clif"), text, ReadOptions::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-#[test]
-fn self_calls_through_another_signature_are_not_members() {
-    let n = cases(24);
-    let mut seeds = Seeds(0x5e1f_5160_0000_0004);
-    for case in 0..n {
-        let text = recursive_family(&mut seeds, true);
-        let module = read_module_text(Path::new("family.clif"), &text, ReadOptions::default())
-            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: cases(32) as u32,
+        // Keep failures in the test output, not in files next to the tests.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn func_addr_through_a_self_call_declaration_keeps_the_members_address(
+        members in family()
+    ) {
+        let module = read(&recursive_family(&members, false));
         for mode in MODES {
-            let report = check(&format!("case {case}"), &module, mode);
-            assert_eq!(similar_groups(&report), 0, "case {case}: a group\n{text}");
+            let report = check("family", &module, mode);
+            prop_assert!(
+                similar_groups(&report) == 1 || !constants_differ(&members),
+                "no group"
+            );
+        }
+    }
+
+    #[test]
+    fn self_calls_through_another_signature_are_not_members(members in family()) {
+        let text = recursive_family(&members, true);
+        let module = read(&text);
+        for mode in MODES {
+            let report = check("family", &module, mode);
+            prop_assert_eq!(similar_groups(&report), 0, "a group\n{}", text);
+        }
+    }
+
+    #[test]
+    fn a_symbol_address_only_the_merged_side_needs_is_unsupported_not_a_mismatch(
+        members in family(),
+        rare in any::<i64>(),
+    ) {
+        let module = read(&symbol_family(&members, rare));
+        for mode in MODES {
+            prop_assert_eq!(similar_groups(&check("family", &module, mode)), 1);
         }
     }
 }
@@ -443,18 +495,11 @@ fn imports_named_as_shared_bodies_stay_imports() {
 }
 
 /// A family of similar functions `%s0..` that take the address of their own symbol `%data<j>`
-/// only for one argument: a member's thunk takes it before anything runs, which the interpreter
-/// cannot do; the original never needs it on other arguments.
-fn symbol_family(seeds: &mut Seeds) -> String {
-    let members = 2 + (seeds.next() % 4) as usize;
-    let mut text = String::new();
-    for j in 0..members {
-        let linkage = ["local", "export", "hidden"][(seeds.next() % 3) as usize];
-        text.push_str(&format!("; linkage: %s{j} {linkage}\n"));
-    }
-    let rare = seeds.next() as i64;
-    for j in 0..members {
-        let constant = (seeds.next() % 1000) as i64 - 500;
+/// only for the argument `rare`: a member's thunk takes it before anything runs, which the
+/// interpreter cannot do; the original never needs it on other arguments.
+fn symbol_family(members: &[FamilyMember], rare: i64) -> String {
+    let mut text = linkages("s", members);
+    for (j, m) in members.iter().enumerate() {
         text.push_str(&format!(
             "function %s{j}(i64) -> i64 system_v {{
     gv0 = symbol %data{j}
@@ -471,38 +516,11 @@ block2:
     return v5
 }}
 
-"
+",
+            constant = m.constant
         ));
     }
-    text.push_str("function %main(i64) -> i64 system_v {\n    sig0 = (i64) -> i64 system_v\n");
-    for j in 0..members {
-        text.push_str(&format!("    fn{j} = colocated %s{j} sig0\n"));
-    }
-    text.push_str("block0(v0: i64):\n");
-    let mut sum = "v0".to_string();
-    for j in 0..members {
-        text.push_str(&format!("    v{} = call fn{j}(v0)\n", 100 + j));
-        text.push_str(&format!("    v{} = iadd {sum}, v{}\n", 200 + j, 100 + j));
-        sum = format!("v{}", 200 + j);
-    }
-    text.push_str(&format!("    return {sum}\n}}\n"));
-    text
-}
-
-#[test]
-fn a_symbol_address_only_the_merged_side_needs_is_unsupported_not_a_mismatch() {
-    let n = cases(24);
-    let mut seeds = Seeds(0x5e1f_5e1f_0000_0005);
-    let mut groups = 0;
-    for case in 0..n {
-        let text = symbol_family(&mut seeds);
-        let module = read_module_text(Path::new("family.clif"), &text, ReadOptions::default())
-            .unwrap_or_else(|e| panic!("{e}\n{text}"));
-        for mode in MODES {
-            groups += similar_groups(&check(&format!("case {case}"), &module, mode));
-        }
-    }
-    assert!(groups >= 3 * n, "only {groups} similar groups");
+    text + &main_calling("s", members, false)
 }
 
 #[test]
