@@ -1,5 +1,5 @@
-//! The rules of `--similar`'s rewrites, over generated modules (`common::modgen`) made hostile in
-//! the ways each rule is about:
+//! The rules of `--similar`'s rewrites, over generated modules made hostile in the ways each
+//! rule is about (proptest families of similar functions, and `common::modgen` modules):
 //! - a rewrite never edits an entity that other instructions still use for another purpose: a
 //!   function's `func_addr` goes through the declaration of its own self-call;
 //! - a function that a declaration names with another signature is not a member: callers
