@@ -44,10 +44,14 @@ pub fn function_to_clif(out: &mut String, func: &Function) -> fmt::Result {
     decorate_function(&mut ExactWriter, out, func)
 }
 
-/// Cranelift's plain writer, except that it also writes the memory flags of `atomic_rmw` and
-/// `atomic_cas`, which cranelift 0.135's writer leaves out although its reader accepts them
-/// (`v2 = atomic_rmw.i32 little add v0, v1`): without them, a function read back would lose
-/// its endianness, trap code or alias region.
+/// Cranelift's plain writer, with two corrections to instructions:
+/// - it also writes the memory flags of `atomic_rmw` and `atomic_cas`, which cranelift 0.135's
+///   writer leaves out although its reader accepts them (`v2 = atomic_rmw.i32 little add v0,
+///   v1`): without them, a function read back would lose its endianness, trap code or alias
+///   region;
+/// - it names a dynamic vector type in a type suffix by the dynamic type that declares it
+///   (`splat.dt0 v0`), the only spelling the reader has for it; Cranelift's writer prints the
+///   type itself (`splat.types::I32x4xN v0`), which no reader reads.
 pub struct ExactWriter;
 
 impl FuncWriter for ExactWriter {
@@ -61,6 +65,7 @@ impl FuncWriter for ExactWriter {
     ) -> fmt::Result {
         let mut text = String::new();
         PlainWriter.write_instruction(&mut text, func, aliases, inst, indent)?;
+        spell_dynamic_type_suffix(&mut text, func, inst);
         if let InstructionData::AtomicRmw { opcode, flags, .. }
         | InstructionData::AtomicCas { opcode, flags, .. } = func.dfg.insts[inst]
         {
@@ -136,6 +141,31 @@ impl FuncWriter for ExactWriter {
             self.write_entity_definition(w, func, AnyEntity::StackLimit, &limit)?;
         }
         Ok(any)
+    }
+}
+
+/// Replaces a dynamic vector type written as `inst`'s type suffix with the first dynamic type
+/// that declares it. Every function the reader makes declares the dynamic types it uses; a
+/// function built through Cranelift's API may use one that no `dtN` declares, and then keeps
+/// Cranelift's spelling, which the reader refuses rather than misreads.
+fn spell_dynamic_type_suffix(text: &mut String, func: &Function, inst: Inst) {
+    let ty = func.dfg.ctrl_typevar(inst);
+    if !ty.is_dynamic_vector() {
+        return;
+    }
+    let Some(dt) = func
+        .dfg
+        .dynamic_types
+        .iter()
+        .find(|(_, data)| data.concrete() == Some(ty))
+        .map(|(dt, _)| dt)
+    else {
+        return;
+    };
+    let written = format!("{}.{ty}", func.dfg.insts[inst].opcode());
+    if let Some(start) = text.find(&written) {
+        let suffix = start + written.len() - ty.to_string().len();
+        text.replace_range(suffix..start + written.len(), &dt.to_string());
     }
 }
 
