@@ -312,9 +312,9 @@ fn runtests() -> Option<PathBuf> {
     None
 }
 
-/// Every file of Cranelift's run tests that cranelift-reader parses is read, merged in every
-/// mode, without and with `--similar` (also taking every group the pass finds), emitted, and
-/// read back as the same module.
+/// Every file of Cranelift's run tests that cranelift-reader parses is read (functions exported,
+/// and local), merged in every mode, without and with `--similar` (also taking every group the
+/// pass finds), emitted, and read back as the same module.
 #[test]
 fn every_runtest_round_trips_after_merging_in_every_mode() {
     let Some(dir) = runtests() else { return };
@@ -330,23 +330,31 @@ fn every_runtest_round_trips_after_merging_in_every_mode() {
             eprintln!("note: {} does not parse, skipped", path.display());
             continue;
         }
-        let module = read_module_text(&path, &text, ReadOptions::default())
-            .unwrap_or_else(|e| panic!("a run test that parses is refused: {e}"));
         files += 1;
-        for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
-            for similar in &configurations {
-                let mut module = module.clone();
-                let (report, _) = merge_module_with(&mut module, mode, similar.as_ref());
-                merged += report.removed();
-                let what = format!(
-                    "{} ({mode:?}, similar: {})",
-                    path.display(),
-                    similar.is_some()
-                );
-                assert_round_trip(&what, &module);
+        for default_linkage in [SymbolLinkage::Export, SymbolLinkage::Local] {
+            let options = ReadOptions {
+                default_linkage,
+                ..ReadOptions::default()
+            };
+            let module = read_module_text(&path, &text, options)
+                .unwrap_or_else(|e| panic!("a run test that parses is refused: {e}"));
+            for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+                for similar in &configurations {
+                    let mut module = module.clone();
+                    let (report, _) = merge_module_with(&mut module, mode, similar.as_ref());
+                    merged += report.merged;
+                    let what = format!(
+                        "{} ({mode:?}, {default_linkage:?}, similar: {:?})",
+                        path.display(),
+                        similar.as_ref().map(|s| s.min_saving)
+                    );
+                    assert_round_trip(&what, &module);
+                }
             }
         }
     }
-    eprintln!("{files} run test files round-trip in 9 configurations ({merged} merges in all)");
+    eprintln!(
+        "{files} run test files round-trip in 18 configurations ({merged} functions merged in all)"
+    );
     assert!(files > 350, "only {files} run test files were read");
 }

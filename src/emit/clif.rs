@@ -1,8 +1,9 @@
 //! Writing a module back as CLIF text that cranelift-reader parses and the verifier accepts.
 //!
-//! The text opens with the directives that carry what CLIF itself cannot say (see `read`): a
-//! `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:` line for
-//! every alias, followed by `; linkage:` for the alias when needed. The functions follow in
+//! The text opens with the `set` lines its functions need to pass the verifier (see
+//! [`needed_settings`]), then the directives that carry what CLIF itself cannot say (see
+//! `read`): a `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:`
+//! line for every alias, followed by `; linkage:` for the alias when needed. The functions follow in
 //! module order, printed by Cranelift's own writer, with corrections so that what is written reads
 //! back as the same function ([`ExactWriter`]).
 
@@ -10,7 +11,7 @@ use crate::module::{ClifModule, SymbolLinkage};
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{
-    Block, Function, GlobalValueData, Inst, InstructionData, SigRef, Value,
+    Block, Function, GlobalValueData, Inst, InstructionData, Opcode, SigRef, Value,
 };
 use cranelift_codegen::packed_option::ReservedValue;
 use cranelift_codegen::write::{FuncWriter, PlainWriter, decorate_function};
@@ -19,6 +20,9 @@ use std::fmt::{self, Write};
 /// The module as CLIF text.
 pub fn module_to_clif(module: &ClifModule) -> String {
     let mut out = String::new();
+    for setting in needed_settings(module) {
+        let _ = writeln!(out, "set {setting}");
+    }
     for mf in module.functions() {
         if mf.linkage != SymbolLinkage::Export {
             let _ = writeln!(out, "; linkage: {} {}", mf.name, mf.linkage.keyword());
@@ -37,6 +41,34 @@ pub fn module_to_clif(module: &ClifModule) -> String {
         let _ = function_to_clif(&mut out, &mf.func);
     }
     out
+}
+
+/// The shared settings without which the verifier refuses some function of `module`, as `set`
+/// lines write them: `enable_pinned_reg=true` for `get_pinned_reg` and `set_pinned_reg`,
+/// `preserve_frame_pointers=true` for `get_frame_pointer` and `get_return_address`. A module
+/// read from CLIF held them valid for its target, so they are true there; both only allow more.
+pub fn needed_settings(module: &ClifModule) -> Vec<&'static str> {
+    let (mut pinned, mut frame) = (false, false);
+    for mf in module.functions() {
+        let func = &mf.func;
+        for block in func.layout.blocks() {
+            for inst in func.layout.block_insts(block) {
+                match func.dfg.insts[inst].opcode() {
+                    Opcode::GetPinnedReg | Opcode::SetPinnedReg => pinned = true,
+                    Opcode::GetFramePointer | Opcode::GetReturnAddress => frame = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut settings = Vec::new();
+    if pinned {
+        settings.push("enable_pinned_reg=true");
+    }
+    if frame {
+        settings.push("preserve_frame_pointers=true");
+    }
+    settings
 }
 
 /// One function as CLIF text.

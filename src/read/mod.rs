@@ -13,14 +13,23 @@
 //!
 //! Directives may name functions of any input file; a malformed directive, or one naming no
 //! function, is an error. Other comments are just comments.
+//!
+//! # Verifying
+//!
+//! Every function passes Cranelift's verifier; one that uses an instruction the verifier checks
+//! only against an ISA (`get_pinned_reg`, `get_frame_pointer`, ...) is verified with the
+//! target's ISA and the file's `set` lines (see [`verify_clif`]).
 
+mod isa;
 mod limits;
+
+pub use isa::{function_needs_isa, host_isa, verify_clif};
 
 use crate::module::{Alias, ClifModule, FuncName, ModuleError, Origin, SymbolLinkage};
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::ir::entities::AnyEntity;
-use cranelift_codegen::settings;
-use cranelift_reader::{Details, ParseOptions, SourceMap};
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
+use cranelift_reader::{Details, IsaSpec, ParseOptions, SourceMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -105,6 +114,9 @@ pub struct ModuleReader {
     options: ReadOptions,
     module: ClifModule,
     directives: Vec<PlacedDirective>,
+    /// The target's ISA, for the functions the verifier checks only against one; None: the
+    /// host's ([`host_isa`]).
+    isa: Option<OwnedTargetIsa>,
 }
 
 impl ModuleReader {
@@ -114,7 +126,15 @@ impl ModuleReader {
             options,
             module: ClifModule::new(),
             directives: Vec::new(),
+            isa: None,
         }
+    }
+
+    /// Verifies the functions that need an ISA (`get_pinned_reg`, `get_frame_pointer`, ...)
+    /// with `isa`, the target's, instead of the host's; a file's `set` lines apply on top.
+    pub fn with_isa(mut self, isa: OwnedTargetIsa) -> Self {
+        self.isa = Some(isa);
+        self
     }
 
     /// Reads a file from disk (`-`: standard input, named `<stdin>` in messages); `.xz` files
@@ -147,9 +167,18 @@ impl ModuleReader {
         }
         // A large file is parsed in pieces and every function checked on its own, in parallel;
         // the first error in file order is the one reported, as when checking one by one.
-        let pieces = parse_functions(file, text, pieces)?;
-        let flags = settings::Flags::new(settings::builder());
+        let (pieces, isa_spec) = parse_functions(file, text, pieces)?;
         let verify_each = self.options.verify;
+        let needs_isa = verify_each
+            && pieces
+                .iter()
+                .flat_map(|p| &p.functions)
+                .any(|(func, _)| isa::function_needs_isa(func));
+        let isa = match needs_isa {
+            true => self.file_isa(file, isa_spec.as_ref())?,
+            false => None,
+        };
+        let isa = isa.as_deref();
         let all: Vec<(&(Function, Details), usize)> = pieces
             .iter()
             .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
@@ -158,9 +187,7 @@ impl ModuleReader {
             &all,
             |((func, _), _)| func.dfg.num_insts(),
             || (),
-            |_, _, &(parsed, offset)| {
-                check_function(parsed, offset, file, text, &flags, verify_each)
-            },
+            |_, _, &(parsed, offset)| check_function(parsed, offset, file, text, isa, verify_each),
         );
         drop(all);
         let functions = pieces
@@ -178,6 +205,30 @@ impl ModuleReader {
                 .map_err(|e| duplicate_error(&self.module, e, file, line))?;
         }
         Ok(())
+    }
+
+    /// The ISA that verifies `file`'s functions that need one: the target's, with the file's
+    /// `set` lines applied; None when there is none (the host is not a supported target).
+    fn file_isa(
+        &self,
+        file: &Path,
+        spec: Option<&IsaSpec>,
+    ) -> Result<Option<OwnedTargetIsa>, InputError> {
+        let Some(target) = self.isa.clone().or_else(host_isa) else {
+            return Ok(None);
+        };
+        let settings = spec.map_or_else(Vec::new, |spec| isa::file_settings(spec, &*target));
+        if settings.is_empty() {
+            return Ok(Some(target));
+        }
+        let isa = isa::with_settings(&*target, &settings).map_err(|e| {
+            let msg = format!(
+                "cannot verify with {} and this file's settings: {e}",
+                target.triple()
+            );
+            InputError::new(file, 0, msg)
+        })?;
+        Ok(Some(isa))
     }
 
     /// Applies the directives and returns the module.
@@ -354,15 +405,16 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// Every function of `text`, by piece. A large file that is a plain list of functions is cut
-/// at its `function` lines into `pieces` ([`function_pieces`]), parsed in parallel; any other
-/// file, and any file with an error, is parsed whole, so that the error is exactly the one the
-/// reader gives for the file.
+/// Every function of `text`, by piece, and the file's `set` and `target` lines when it has any.
+/// A large file that is a plain list of functions (no such lines) is cut at its `function`
+/// lines into `pieces` ([`function_pieces`]), parsed in parallel; any other file, and any file
+/// with an error, is parsed whole, so that the error is exactly the one the reader gives for
+/// the file.
 fn parse_functions<'a>(
     file: &Path,
     text: &'a str,
     pieces: Option<Vec<(usize, &'a str)>>,
-) -> Result<Vec<Piece<'a>>, InputError> {
+) -> Result<(Vec<Piece<'a>>, Option<IsaSpec>), InputError> {
     if let Some(pieces) = pieces {
         let parsed = crate::parallel::map_large(&pieces, |&(offset, piece)| {
             let test = crate::guard::catch_panic(|| {
@@ -377,14 +429,16 @@ fn parse_functions<'a>(
             }
         });
         if let Some(parsed) = parsed.into_iter().collect::<Option<Vec<_>>>() {
-            return Ok(parsed);
+            return Ok((parsed, None));
         }
     }
-    Ok(vec![parse_whole(file, text)?])
+    let (piece, spec) = parse_whole(file, text)?;
+    Ok((vec![piece], Some(spec)))
 }
 
-/// The file parsed in one piece; errors with the line where they are.
-fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> {
+/// The file parsed in one piece, with its `set` and `target` lines; errors with the line where
+/// they are.
+fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<(Piece<'a>, IsaSpec), InputError> {
     let options = ParseOptions::default();
     let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
         .map_err(|panic| {
@@ -403,10 +457,11 @@ fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> 
         };
         InputError::new(file, line, e.message.clone())
     })?;
-    Ok(Piece {
+    let piece = Piece {
         functions: test.functions,
         offset: 0,
-    })
+    };
+    Ok((piece, test.isa_spec))
 }
 
 /// A piece of a large file ends after this many functions or this many bytes, whichever
@@ -492,13 +547,14 @@ fn invalid_char_line(text: &str) -> Option<usize> {
 }
 
 /// The checks a function passes before it joins the module: a body, no reference to an
-/// undeclared entity, and (with `verify`) the CLIF verifier.
+/// undeclared entity, and (with `verify`) the CLIF verifier, with `isa` when the function needs
+/// one ([`verify_clif`]).
 fn check_function(
     (func, details): &(Function, Details),
     offset: usize,
     file: &Path,
     text: &str,
-    flags: &settings::Flags,
+    isa: Option<&dyn TargetIsa>,
     verify_each: bool,
 ) -> Result<(), InputError> {
     let line = details.location.line_number + offset;
@@ -520,7 +576,7 @@ fn check_function(
     }
     if verify_each {
         let source = Source { file, text, line };
-        verify(func, flags, &lines, &source)?;
+        verify(func, isa, &lines, &source)?;
     }
     Ok(())
 }
@@ -534,7 +590,7 @@ struct Source<'a> {
 
 fn verify(
     func: &Function,
-    flags: &settings::Flags,
+    isa: Option<&dyn TargetIsa>,
     lines: &Lines,
     source: &Source,
 ) -> Result<(), InputError> {
@@ -543,14 +599,13 @@ fn verify(
         text,
         line: func_line,
     } = *source;
-    let verified = crate::guard::catch_panic(|| cranelift_codegen::verify_function(func, flags))
-        .map_err(|panic| {
-            let msg = format!(
-                "in function {}: the CLIF verifier failed on this function: {panic}",
-                FuncName::of_function(func)
-            );
-            InputError::new(file, func_line, msg)
-        })?;
+    let verified = crate::guard::catch_panic(|| verify_clif(func, isa)).map_err(|panic| {
+        let msg = format!(
+            "in function {}: the CLIF verifier failed on this function: {panic}",
+            FuncName::of_function(func)
+        );
+        InputError::new(file, func_line, msg)
+    })?;
     let Err(errors) = verified else {
         return Ok(());
     };
