@@ -810,6 +810,49 @@ mod tests {
         );
     }
 
+    /// A function that needs an ISA is verified with the one the embedder gives, else the
+    /// host's, and the file's `set` lines apply on top of either.
+    #[test]
+    fn functions_that_need_an_isa_are_verified_with_the_target_and_set_lines() {
+        use cranelift_codegen::settings::{self, Configurable};
+        let pinned = "function %p() -> i64 {\nblock0:\n    v0 = get_pinned_reg.i64\n    \
+                      return v0\n}\n";
+        let read = |reader: ModuleReader, text: &str| {
+            let mut reader = reader;
+            reader.read_text(Path::new("p.clif"), text)?;
+            reader.finish().map(|m| m.len())
+        };
+        let plain = || ModuleReader::new(ReadOptions::default());
+        let refused = read(plain(), pinned).unwrap_err();
+        assert_eq!(refused.line, 3);
+        assert!(
+            refused.message.contains("without enable_pinned_reg"),
+            "{refused}"
+        );
+        assert_eq!(
+            read(plain(), &format!("set enable_pinned_reg\n{pinned}")),
+            Ok(1)
+        );
+        let mut flags = settings::builder();
+        flags.enable("enable_pinned_reg").unwrap();
+        let triple = "aarch64-unknown-linux-gnu".parse().unwrap();
+        let aarch64 = cranelift_codegen::isa::lookup(triple)
+            .unwrap()
+            .finish(settings::Flags::new(flags))
+            .unwrap();
+        assert_eq!(read(plain().with_isa(aarch64), pinned), Ok(1));
+        // The target's pointer width counts for such a function, not for others.
+        let narrow = "function %n(i32) -> i64 {\nblock0(v0: i32):\n    v1 = load.i64 v0\n    \
+                      v2 = get_frame_pointer.i64\n    return v2\n}\n";
+        let refused = read(plain(), narrow).unwrap_err();
+        assert!(refused.message.contains("pointer width"), "{refused}");
+        let without = narrow.replace(
+            "    v2 = get_frame_pointer.i64\n    return v2",
+            "    return v1",
+        );
+        assert_eq!(read(plain(), &without), Ok(1));
+    }
+
     #[test]
     fn directives_are_found_and_checked() {
         let text = "; Word: not a directive\n; linkage: %f local\n;; alias: %g = %f\n\
