@@ -335,8 +335,8 @@ pub fn read_module_text(
 /// The path that stands for standard input.
 pub const STDIN: &str = "-";
 
-/// How `path` is named in messages.
-fn display_name(path: &Path) -> &Path {
+/// How `path` is named in messages: as it is, and standard input (`-`) as `<stdin>`.
+pub fn display_name(path: &Path) -> &Path {
     if path == Path::new(STDIN) {
         Path::new("<stdin>")
     } else {
