@@ -22,6 +22,7 @@
 
 mod isa;
 mod limits;
+mod parse_error;
 
 pub use isa::{function_needs_isa, host_isa, verify_clif};
 
@@ -451,11 +452,14 @@ fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<(Piece<'a>, IsaSpec), I
     let test = parsed.map_err(|e| {
         // The reader goes on lexing past a bad character and reports it where parsing
         // stopped; find the character's own line.
-        let line = match e.message.as_str() {
-            "invalid character" => invalid_char_line(text).unwrap_or(e.location.line_number),
-            _ => e.location.line_number,
+        let (line, message) = match e.message.as_str() {
+            "invalid character" => (
+                invalid_char_line(text).unwrap_or(e.location.line_number),
+                e.message.clone(),
+            ),
+            _ => parse_error::locate(text, &e),
         };
-        InputError::new(file, line, e.message.clone())
+        InputError::new(file, line, message)
     })?;
     let piece = Piece {
         functions: test.functions,
