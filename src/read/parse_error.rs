@@ -4,10 +4,11 @@
 //! the file or before the next `function`, a missing `}` is reported as whatever the reader
 //! expected next.
 //!
-//! Both are found by parsing again, only on the error path: the line before the error is the
-//! unfinished one when the text cut after it gives the same error on it, and the text cut
-//! before it another (else the message only says that a statement was expected); the file
-//! ended inside a function when the text with a `}` added parses.
+//! Both are found by parsing again, only on the error path: the statement on the line before
+//! the error is unfinished when the text cut after it ends with an "expected ..." error on that
+//! line, and the text cut before it with another message (else the message only says that a
+//! statement was expected next); that error says what it lacks. The file ended inside a
+//! function when the text with a `}` added parses.
 
 use cranelift_reader::{ParseError, ParseOptions};
 
@@ -23,8 +24,8 @@ pub fn locate(text: &str, error: &ParseError) -> (usize, String) {
     if let Some(message) = missing_closing_brace(text, error) {
         return (line, message);
     }
-    if let Some(previous) = unfinished_previous_line(text, error) {
-        return (previous, error.message.clone());
+    if let Some(unfinished) = unfinished_previous_line(text, error) {
+        return unfinished;
     }
     (line, error.message.clone())
 }
@@ -62,10 +63,10 @@ fn missing_closing_brace(text: &str, error: &ParseError) -> Option<String> {
 }
 
 /// When the error is reported at a line whose previous statement is unfinished, that
-/// statement's line (see the module docs).
-fn unfinished_previous_line(text: &str, error: &ParseError) -> Option<usize> {
+/// statement's line and what it lacks (see the module docs).
+fn unfinished_previous_line(text: &str, error: &ParseError) -> Option<(usize, String)> {
     let line = error.location.line_number;
-    if !error.message.starts_with("expected") || line < 2 {
+    if line < 2 {
         return None;
     }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -76,15 +77,15 @@ fn unfinished_previous_line(text: &str, error: &ParseError) -> Option<usize> {
         let end: usize = lines[..=i].iter().map(|l| l.len()).sum();
         parse_error(&text[..end])
     };
-    let again = cut_after(previous)??;
-    if again.message != error.message || again.location.line_number != previous + 1 {
+    let own = cut_after(previous)??;
+    if !own.message.starts_with("expected") || own.location.line_number != previous + 1 {
         return None;
     }
-    // The same message at the end of the text may only say that a statement was expected
-    // there; it is about the previous line when the text cut before that line says otherwise.
+    // The text may end there with a message that only says a statement was expected next; the
+    // statement is unfinished when the text cut before it ends with another message.
     let before = (0..previous).rev().find(|&i| !is_blank(lines[i]))?;
     match cut_after(before)? {
-        Some(other) if other.message == error.message => None,
-        _ => Some(previous + 1),
+        Some(other) if other.message == own.message => None,
+        _ => Some((previous + 1, own.message)),
     }
 }
