@@ -35,7 +35,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// An error in the input, with the file and line it comes from (line 0: the file as a whole).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{}", self.render())]
 pub struct InputError {
     /// The file (`-` for standard input).
@@ -170,16 +170,13 @@ impl ModuleReader {
         // the first error in file order is the one reported, as when checking one by one.
         let (pieces, isa_spec) = parse_functions(file, text, pieces)?;
         let verify_each = self.options.verify;
-        let needs_isa = verify_each
-            && pieces
-                .iter()
-                .flat_map(|p| &p.functions)
-                .any(|(func, _)| isa::function_needs_isa(func));
-        let isa = match needs_isa {
-            true => self.file_isa(file, isa_spec.as_ref())?,
-            false => None,
+        // Built once, by the first function that needs it.
+        let file_isa = std::sync::OnceLock::new();
+        let isa = || {
+            file_isa
+                .get_or_init(|| self.file_isa(file, isa_spec.as_ref()))
+                .clone()
         };
-        let isa = isa.as_deref();
         let all: Vec<(&(Function, Details), usize)> = pieces
             .iter()
             .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
@@ -188,7 +185,13 @@ impl ModuleReader {
             &all,
             |((func, _), _)| func.dfg.num_insts(),
             || (),
-            |_, _, &(parsed, offset)| check_function(parsed, offset, file, text, isa, verify_each),
+            |_, _, &(parsed, offset)| {
+                let checks = Checks {
+                    verify: verify_each,
+                    isa: &isa,
+                };
+                check_function(parsed, offset, file, text, &checks)
+            },
         );
         drop(all);
         let functions = pieces
@@ -550,16 +553,22 @@ fn invalid_char_line(text: &str) -> Option<usize> {
     None
 }
 
+/// The verifier's part of the checks: whether it runs, and the ISA for the functions that need
+/// one (built on first use).
+struct Checks<'a> {
+    verify: bool,
+    isa: &'a (dyn Fn() -> Result<Option<OwnedTargetIsa>, InputError> + Sync),
+}
+
 /// The checks a function passes before it joins the module: a body, no reference to an
-/// undeclared entity, and (with `verify`) the CLIF verifier, with `isa` when the function needs
-/// one ([`verify_clif`]).
+/// undeclared entity, and (with `verify`) the CLIF verifier, with the ISA when the function
+/// needs one ([`verify_clif`]).
 fn check_function(
     (func, details): &(Function, Details),
     offset: usize,
     file: &Path,
     text: &str,
-    isa: Option<&dyn TargetIsa>,
-    verify_each: bool,
+    checks: &Checks,
 ) -> Result<(), InputError> {
     let line = details.location.line_number + offset;
     let lines = Lines {
@@ -578,9 +587,13 @@ fn check_function(
         let at = entity_line(text, &lines, entity).unwrap_or(line);
         return Err(InputError::new(file, at, msg));
     }
-    if verify_each {
+    if checks.verify {
+        let isa = match isa::function_needs_isa(func) {
+            true => (checks.isa)()?,
+            false => None,
+        };
         let source = Source { file, text, line };
-        verify(func, isa, &lines, &source)?;
+        verify(func, isa.as_deref(), &lines, &source)?;
     }
     Ok(())
 }
