@@ -260,6 +260,7 @@ fn run(opts: Opts) -> Result<()> {
         .collect();
     let files = clif_merge::read::input_files(&opts.files)?;
     let inputs: Vec<PathBuf> = files.iter().chain(&opts.summary).cloned().collect();
+    global::check_stdin_once(inputs.iter().map(PathBuf::as_path))?;
     output::check_outputs(&output_paths, &inputs)?;
     let options = pipeline_options(&opts)?;
     let read_options = ReadOptions {
@@ -294,6 +295,11 @@ fn run(opts: Opts) -> Result<()> {
 fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
     let mode = opts.mode.into();
     let object = match &opts.output {
+        Some(path) if path == Path::new("-") => {
+            bail!(
+                "-o -: an object is written to a file, not to standard output (./- names a file `-`)"
+            )
+        }
         None if opts.target.is_some() || opts.size_baseline || opts.function_sections => {
             bail!("--target, --function-sections and --size-baseline need -o PATH")
         }

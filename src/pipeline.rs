@@ -2,11 +2,11 @@
 //! compile, and the outputs as data. Nothing is written to disk here (see [`crate::output`]),
 //! so a failure at any step leaves no partial output.
 
-use crate::emit::object::{ObjectOptions, ObjectOutput, write_object};
+use crate::emit::object::{ObjectOptions, ObjectOutput, target_isa, write_object};
 use crate::error::Result;
 use crate::merge::{Mode, PassTimes, merge_module_with};
 use crate::module::ClifModule;
-use crate::read::{ReadOptions, read_files};
+use crate::read::{ModuleReader, ReadOptions};
 use crate::similar::SimilarOptions;
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
@@ -78,7 +78,9 @@ pub struct PipelineOutput {
     pub clif: Option<String>,
 }
 
-/// Reads `files` as one module and runs [`run`] on it.
+/// Reads `files` as one module and runs [`run`] on it. Functions that the verifier checks
+/// only against an ISA are verified with the object's target ISA when there is an object, else
+/// with the host's (see [`crate::read::verify_clif`]).
 pub fn run_files(
     files: &[PathBuf],
     read_options: ReadOptions,
@@ -86,7 +88,15 @@ pub fn run_files(
 ) -> Result<PipelineOutput> {
     let start = Instant::now();
     options.phase("reading");
-    let module = read_files(files, read_options)?;
+    let mut reader = ModuleReader::new(read_options);
+    // An ISA that cannot be built is reported by the compile step, with its own message.
+    if let Some(isa) = options.object.as_ref().and_then(|o| target_isa(o).ok()) {
+        reader = reader.with_isa(isa);
+    }
+    for file in files {
+        reader.read_file(file)?;
+    }
+    let module = reader.finish()?;
     let read_time = start.elapsed();
     let mut output = run(module, options)?;
     output.phases.insert(0, ("read-and-verify", read_time));

@@ -12,8 +12,10 @@
 //!
 //! [`ClifModule::define`]: crate::ClifModule::define
 
+use cranelift_codegen::entity::EntityRef;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData};
+use cranelift_codegen::packed_option::ReservedValue;
 
 /// The first reference of `func` to a declaration it does not have: the declaration that makes
 /// it (for its line in the source) and a message.
@@ -62,6 +64,23 @@ pub fn undeclared_reference(func: &Function) -> Option<(AnyEntity, String)> {
         }
     }
     for (fref, data) in func.dfg.ext_funcs.iter() {
+        // cranelift-reader fills a gap in the numbers (`fn1` declared, `fn0` not) with an
+        // entry that has no signature; later steps need every entry to be a declaration.
+        if data.signature.is_reserved_value() {
+            let declared = func
+                .dfg
+                .ext_funcs
+                .keys()
+                .skip(fref.index() + 1)
+                .find(|&later| !func.dfg.ext_funcs[later].signature.is_reserved_value());
+            let later = declared.map_or_else(|| "a later one".to_string(), |f| f.to_string());
+            let msg = format!(
+                "{later} is declared but {fref} is not: function references are numbered \
+                 from fn0 without gaps"
+            );
+            let at = declared.map_or(AnyEntity::Function, AnyEntity::from);
+            return Some((at, msg));
+        }
         if !func.dfg.signatures.is_valid(data.signature) {
             let sig = data.signature;
             let msg = format!("{fref} has signature {sig}, which is not declared");

@@ -1,7 +1,7 @@
 //! `clif-merge summarize` and `clif-merge combine`: rounds 1 and 1½ of global merging (round 2
 //! is the main command with `--summary`). See `clif_merge::global`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use clif_merge::global::Summary;
 use clif_merge::{ReadOptions, output};
@@ -45,6 +45,7 @@ pub struct CombineArgs {
 /// Round 1: the summary of one unit.
 pub fn summarize(args: &SummarizeArgs) -> Result<()> {
     let files = clif_merge::read::input_files(&args.files)?;
+    check_stdin_once(files.iter().map(PathBuf::as_path))?;
     let outputs: Vec<&Path> = args.output.iter().map(PathBuf::as_path).collect();
     output::check_outputs(&outputs, &files)?;
     let read_options = ReadOptions {
@@ -69,6 +70,7 @@ pub fn summarize(args: &SummarizeArgs) -> Result<()> {
 pub fn combine(args: &CombineArgs) -> Result<()> {
     let outputs: Vec<&Path> = args.output.iter().map(PathBuf::as_path).collect();
     output::check_outputs(&outputs, &args.summaries)?;
+    check_stdin_once(args.summaries.iter().map(PathBuf::as_path))?;
     let parts = args
         .summaries
         .iter()
@@ -77,15 +79,25 @@ pub fn combine(args: &CombineArgs) -> Result<()> {
     write_text(args.output.as_deref(), &Summary::combine(parts).to_text())
 }
 
-/// Reads a summary; errors name the file and line.
+/// Reads a summary (`-`: standard input, as for CLIF files); errors name the file and line.
 pub fn read_summary(path: &Path) -> Result<Summary> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the summary {}", path.display()))?;
-    Summary::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+    let text = clif_merge::read::read_text(path)?;
+    let name = clif_merge::read::display_name(path);
+    Summary::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", name.display()))
 }
 
+/// Refuses `-` (standard input) given more than once: the first reading takes all of it.
+pub fn check_stdin_once<'a>(inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    let stdin = Path::new(clif_merge::read::STDIN);
+    if inputs.into_iter().filter(|&p| p == stdin).count() > 1 {
+        anyhow::bail!("`-` (standard input) is given more than once: it can be read only once");
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path`, or to standard output when there is no path or it is `-`.
 fn write_text(path: Option<&Path>, text: &str) -> Result<()> {
-    match path {
+    match path.filter(|&p| p != Path::new("-")) {
         Some(path) => output::write_outputs(&[(path, text.as_bytes())])?,
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }

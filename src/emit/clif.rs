@@ -1,8 +1,9 @@
 //! Writing a module back as CLIF text that cranelift-reader parses and the verifier accepts.
 //!
-//! The text opens with the directives that carry what CLIF itself cannot say (see `read`): a
-//! `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:` line for
-//! every alias, followed by `; linkage:` for the alias when needed. The functions follow in
+//! The text opens with the `set` lines its functions need to pass the verifier (see
+//! [`needed_settings`]), then the directives that carry what CLIF itself cannot say (see
+//! `read`): a `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:`
+//! line for every alias, followed by `; linkage:` for the alias when needed. The functions follow in
 //! module order, printed by Cranelift's own writer, with corrections so that what is written reads
 //! back as the same function ([`ExactWriter`]).
 
@@ -10,7 +11,7 @@ use crate::module::{ClifModule, SymbolLinkage};
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{
-    Block, Function, GlobalValueData, Inst, InstructionData, SigRef, Value,
+    Block, Function, GlobalValueData, Inst, InstructionData, Opcode, SigRef, Value,
 };
 use cranelift_codegen::packed_option::ReservedValue;
 use cranelift_codegen::write::{FuncWriter, PlainWriter, decorate_function};
@@ -19,6 +20,9 @@ use std::fmt::{self, Write};
 /// The module as CLIF text.
 pub fn module_to_clif(module: &ClifModule) -> String {
     let mut out = String::new();
+    for setting in needed_settings(module) {
+        let _ = writeln!(out, "set {setting}");
+    }
     for mf in module.functions() {
         if mf.linkage != SymbolLinkage::Export {
             let _ = writeln!(out, "; linkage: {} {}", mf.name, mf.linkage.keyword());
@@ -39,15 +43,47 @@ pub fn module_to_clif(module: &ClifModule) -> String {
     out
 }
 
+/// The shared settings without which the verifier refuses some function of `module`, as `set`
+/// lines write them: `enable_pinned_reg=true` for `get_pinned_reg` and `set_pinned_reg`,
+/// `preserve_frame_pointers=true` for `get_frame_pointer` and `get_return_address`. A module
+/// read from CLIF held them valid for its target, so they are true there; both only allow more.
+pub fn needed_settings(module: &ClifModule) -> Vec<&'static str> {
+    let (mut pinned, mut frame) = (false, false);
+    for mf in module.functions() {
+        let func = &mf.func;
+        for block in func.layout.blocks() {
+            for inst in func.layout.block_insts(block) {
+                match func.dfg.insts[inst].opcode() {
+                    Opcode::GetPinnedReg | Opcode::SetPinnedReg => pinned = true,
+                    Opcode::GetFramePointer | Opcode::GetReturnAddress => frame = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut settings = Vec::new();
+    if pinned {
+        settings.push("enable_pinned_reg=true");
+    }
+    if frame {
+        settings.push("preserve_frame_pointers=true");
+    }
+    settings
+}
+
 /// One function as CLIF text.
 pub fn function_to_clif(out: &mut String, func: &Function) -> fmt::Result {
     decorate_function(&mut ExactWriter, out, func)
 }
 
-/// Cranelift's plain writer, except that it also writes the memory flags of `atomic_rmw` and
-/// `atomic_cas`, which cranelift 0.135's writer leaves out although its reader accepts them
-/// (`v2 = atomic_rmw.i32 little add v0, v1`): without them, a function read back would lose
-/// its endianness, trap code or alias region.
+/// Cranelift's plain writer, with two corrections to instructions:
+/// - it also writes the memory flags of `atomic_rmw` and `atomic_cas`, which cranelift 0.135's
+///   writer leaves out although its reader accepts them (`v2 = atomic_rmw.i32 little add v0,
+///   v1`): without them, a function read back would lose its endianness, trap code or alias
+///   region;
+/// - it names a dynamic vector type in a type suffix by the dynamic type that declares it
+///   (`splat.dt0 v0`), the only spelling the reader has for it; Cranelift's writer prints the
+///   type itself (`splat.types::I32x4xN v0`), which no reader reads.
 pub struct ExactWriter;
 
 impl FuncWriter for ExactWriter {
@@ -61,6 +97,7 @@ impl FuncWriter for ExactWriter {
     ) -> fmt::Result {
         let mut text = String::new();
         PlainWriter.write_instruction(&mut text, func, aliases, inst, indent)?;
+        spell_dynamic_type_suffix(&mut text, func, inst);
         if let InstructionData::AtomicRmw { opcode, flags, .. }
         | InstructionData::AtomicCas { opcode, flags, .. } = func.dfg.insts[inst]
         {
@@ -136,6 +173,31 @@ impl FuncWriter for ExactWriter {
             self.write_entity_definition(w, func, AnyEntity::StackLimit, &limit)?;
         }
         Ok(any)
+    }
+}
+
+/// Replaces a dynamic vector type written as `inst`'s type suffix with the first dynamic type
+/// that declares it. Every function the reader makes declares the dynamic types it uses; a
+/// function built through Cranelift's API may use one that no `dtN` declares, and then keeps
+/// Cranelift's spelling, which the reader refuses rather than misreads.
+fn spell_dynamic_type_suffix(text: &mut String, func: &Function, inst: Inst) {
+    let ty = func.dfg.ctrl_typevar(inst);
+    if !ty.is_dynamic_vector() {
+        return;
+    }
+    let Some(dt) = func
+        .dfg
+        .dynamic_types
+        .iter()
+        .find(|(_, data)| data.concrete() == Some(ty))
+        .map(|(dt, _)| dt)
+    else {
+        return;
+    };
+    let written = format!("{}.{ty}", func.dfg.insts[inst].opcode());
+    if let Some(start) = text.find(&written) {
+        let suffix = start + written.len() - ty.to_string().len();
+        text.replace_range(suffix..start + written.len(), &dt.to_string());
     }
 }
 

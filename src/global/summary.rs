@@ -19,7 +19,7 @@
 //! with holes, `crate::similar::across`) and the value of each hole in walk order: `i` and the
 //! hexadecimal bits of an integer constant, `f`/`d` those of an `f32`/`f64` constant, `n` and the
 //! name of a `symbol`, `c` and the name of a callee. A summary is plain ASCII with `\n` line
-//! ends, holds no paths, times or machine facts, and is the same for the same units on every
+//! ends (`\r\n` reads the same), holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
 use super::key::{FunctionKey, function_key, walk_weight};
@@ -176,9 +176,23 @@ impl Summary {
         text
     }
 
-    /// Reads a summary written by [`Summary::to_text`].
+    /// Reads a summary written by [`Summary::to_text`]; `\r\n` line ends (a summary that went
+    /// through a Windows editor or git's `autocrlf`) read as `\n`. A message that quotes the
+    /// text shows its control characters escaped (`\t`, `\u{1b}`), so that it prints as one
+    /// line.
     pub fn parse(text: &str) -> Result<Summary, SummaryError> {
-        let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l));
+        Summary::parse_lines(text).map_err(|e| SummaryError {
+            line: e.line,
+            message: e.message.chars().map(shown).collect(),
+        })
+    }
+
+    fn parse_lines(text: &str) -> Result<Summary, SummaryError> {
+        let mut lines = text
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .enumerate()
+            .map(|(i, l)| (i + 1, l));
         expect_header(
             lines.next(),
             "clif-merge summary",
@@ -206,6 +220,14 @@ impl Summary {
             entries.push(entry);
         }
         Ok(Summary { entries })
+    }
+}
+
+/// A character of a message as it can be printed on one line: control characters escaped.
+fn shown(c: char) -> String {
+    match c.is_control() {
+        true => c.escape_debug().to_string(),
+        false => c.to_string(),
     }
 }
 

@@ -13,19 +13,29 @@
 //!
 //! Directives may name functions of any input file; a malformed directive, or one naming no
 //! function, is an error. Other comments are just comments.
+//!
+//! # Verifying
+//!
+//! Every function passes Cranelift's verifier; one that uses an instruction the verifier checks
+//! only against an ISA (`get_pinned_reg`, `get_frame_pointer`, ...) is verified with the
+//! target's ISA and the file's `set` lines (see [`verify_clif`]).
 
+mod isa;
 mod limits;
+mod parse_error;
+
+pub use isa::{function_needs_isa, host_isa, verify_clif};
 
 use crate::module::{Alias, ClifModule, FuncName, ModuleError, Origin, SymbolLinkage};
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::ir::entities::AnyEntity;
-use cranelift_codegen::settings;
-use cranelift_reader::{Details, ParseOptions, SourceMap};
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
+use cranelift_reader::{Details, IsaSpec, ParseOptions, SourceMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// An error in the input, with the file and line it comes from (line 0: the file as a whole).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{}", self.render())]
 pub struct InputError {
     /// The file (`-` for standard input).
@@ -105,6 +115,9 @@ pub struct ModuleReader {
     options: ReadOptions,
     module: ClifModule,
     directives: Vec<PlacedDirective>,
+    /// The target's ISA, for the functions the verifier checks only against one; None: the
+    /// host's ([`host_isa`]).
+    isa: Option<OwnedTargetIsa>,
 }
 
 impl ModuleReader {
@@ -114,7 +127,15 @@ impl ModuleReader {
             options,
             module: ClifModule::new(),
             directives: Vec::new(),
+            isa: None,
         }
+    }
+
+    /// Verifies the functions that need an ISA (`get_pinned_reg`, `get_frame_pointer`, ...)
+    /// with `isa`, the target's, instead of the host's; a file's `set` lines apply on top.
+    pub fn with_isa(mut self, isa: OwnedTargetIsa) -> Self {
+        self.isa = Some(isa);
+        self
     }
 
     /// Reads a file from disk (`-`: standard input, named `<stdin>` in messages); `.xz` files
@@ -147,9 +168,15 @@ impl ModuleReader {
         }
         // A large file is parsed in pieces and every function checked on its own, in parallel;
         // the first error in file order is the one reported, as when checking one by one.
-        let pieces = parse_functions(file, text, pieces)?;
-        let flags = settings::Flags::new(settings::builder());
+        let (pieces, isa_spec) = parse_functions(file, text, pieces)?;
         let verify_each = self.options.verify;
+        // Built once, by the first function that needs it.
+        let file_isa = std::sync::OnceLock::new();
+        let isa = || {
+            file_isa
+                .get_or_init(|| self.file_isa(file, isa_spec.as_ref()))
+                .clone()
+        };
         let all: Vec<(&(Function, Details), usize)> = pieces
             .iter()
             .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
@@ -159,7 +186,11 @@ impl ModuleReader {
             |((func, _), _)| func.dfg.num_insts(),
             || (),
             |_, _, &(parsed, offset)| {
-                check_function(parsed, offset, file, text, &flags, verify_each)
+                let checks = Checks {
+                    verify: verify_each,
+                    isa: &isa,
+                };
+                check_function(parsed, offset, file, text, &checks)
             },
         );
         drop(all);
@@ -178,6 +209,30 @@ impl ModuleReader {
                 .map_err(|e| duplicate_error(&self.module, e, file, line))?;
         }
         Ok(())
+    }
+
+    /// The ISA that verifies `file`'s functions that need one: the target's, with the file's
+    /// `set` lines applied; None when there is none (the host is not a supported target).
+    fn file_isa(
+        &self,
+        file: &Path,
+        spec: Option<&IsaSpec>,
+    ) -> Result<Option<OwnedTargetIsa>, InputError> {
+        let Some(target) = self.isa.clone().or_else(host_isa) else {
+            return Ok(None);
+        };
+        let settings = spec.map_or_else(Vec::new, |spec| isa::file_settings(spec, &*target));
+        if settings.is_empty() {
+            return Ok(Some(target));
+        }
+        let isa = isa::with_settings(&*target, &settings).map_err(|e| {
+            let msg = format!(
+                "cannot verify with {} and this file's settings: {e}",
+                target.triple()
+            );
+            InputError::new(file, 0, msg)
+        })?;
+        Ok(Some(isa))
     }
 
     /// Applies the directives and returns the module.
@@ -284,8 +339,8 @@ pub fn read_module_text(
 /// The path that stands for standard input.
 pub const STDIN: &str = "-";
 
-/// How `path` is named in messages.
-fn display_name(path: &Path) -> &Path {
+/// How `path` is named in messages: as it is, and standard input (`-`) as `<stdin>`.
+pub fn display_name(path: &Path) -> &Path {
     if path == Path::new(STDIN) {
         Path::new("<stdin>")
     } else {
@@ -354,15 +409,16 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// Every function of `text`, by piece. A large file that is a plain list of functions is cut
-/// at its `function` lines into `pieces` ([`function_pieces`]), parsed in parallel; any other
-/// file, and any file with an error, is parsed whole, so that the error is exactly the one the
-/// reader gives for the file.
+/// Every function of `text`, by piece, and the file's `set` and `target` lines when it has any.
+/// A large file that is a plain list of functions (no such lines) is cut at its `function`
+/// lines into `pieces` ([`function_pieces`]), parsed in parallel; any other file, and any file
+/// with an error, is parsed whole, so that the error is exactly the one the reader gives for
+/// the file.
 fn parse_functions<'a>(
     file: &Path,
     text: &'a str,
     pieces: Option<Vec<(usize, &'a str)>>,
-) -> Result<Vec<Piece<'a>>, InputError> {
+) -> Result<(Vec<Piece<'a>>, Option<IsaSpec>), InputError> {
     if let Some(pieces) = pieces {
         let parsed = crate::parallel::map_large(&pieces, |&(offset, piece)| {
             let test = crate::guard::catch_panic(|| {
@@ -377,14 +433,16 @@ fn parse_functions<'a>(
             }
         });
         if let Some(parsed) = parsed.into_iter().collect::<Option<Vec<_>>>() {
-            return Ok(parsed);
+            return Ok((parsed, None));
         }
     }
-    Ok(vec![parse_whole(file, text)?])
+    let (piece, spec) = parse_whole(file, text)?;
+    Ok((vec![piece], Some(spec)))
 }
 
-/// The file parsed in one piece; errors with the line where they are.
-fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> {
+/// The file parsed in one piece, with its `set` and `target` lines; errors with the line where
+/// they are.
+fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<(Piece<'a>, IsaSpec), InputError> {
     let options = ParseOptions::default();
     let parsed = crate::guard::catch_panic(|| cranelift_reader::parse_test(text, options))
         .map_err(|panic| {
@@ -397,16 +455,20 @@ fn parse_whole<'a>(file: &Path, text: &'a str) -> Result<Piece<'a>, InputError> 
     let test = parsed.map_err(|e| {
         // The reader goes on lexing past a bad character and reports it where parsing
         // stopped; find the character's own line.
-        let line = match e.message.as_str() {
-            "invalid character" => invalid_char_line(text).unwrap_or(e.location.line_number),
-            _ => e.location.line_number,
+        let (line, message) = match e.message.as_str() {
+            "invalid character" => (
+                invalid_char_line(text).unwrap_or(e.location.line_number),
+                e.message.clone(),
+            ),
+            _ => parse_error::locate(text, &e),
         };
-        InputError::new(file, line, e.message.clone())
+        InputError::new(file, line, message)
     })?;
-    Ok(Piece {
+    let piece = Piece {
         functions: test.functions,
         offset: 0,
-    })
+    };
+    Ok((piece, test.isa_spec))
 }
 
 /// A piece of a large file ends after this many functions or this many bytes, whichever
@@ -491,15 +553,22 @@ fn invalid_char_line(text: &str) -> Option<usize> {
     None
 }
 
+/// The verifier's part of the checks: whether it runs, and the ISA for the functions that need
+/// one (built on first use).
+struct Checks<'a> {
+    verify: bool,
+    isa: &'a (dyn Fn() -> Result<Option<OwnedTargetIsa>, InputError> + Sync),
+}
+
 /// The checks a function passes before it joins the module: a body, no reference to an
-/// undeclared entity, and (with `verify`) the CLIF verifier.
+/// undeclared entity, and (with `verify`) the CLIF verifier, with the ISA when the function
+/// needs one ([`verify_clif`]).
 fn check_function(
     (func, details): &(Function, Details),
     offset: usize,
     file: &Path,
     text: &str,
-    flags: &settings::Flags,
-    verify_each: bool,
+    checks: &Checks,
 ) -> Result<(), InputError> {
     let line = details.location.line_number + offset;
     let lines = Lines {
@@ -518,9 +587,13 @@ fn check_function(
         let at = entity_line(text, &lines, entity).unwrap_or(line);
         return Err(InputError::new(file, at, msg));
     }
-    if verify_each {
+    if checks.verify {
+        let isa = match isa::function_needs_isa(func) {
+            true => (checks.isa)()?,
+            false => None,
+        };
         let source = Source { file, text, line };
-        verify(func, flags, &lines, &source)?;
+        verify(func, isa.as_deref(), &lines, &source)?;
     }
     Ok(())
 }
@@ -534,7 +607,7 @@ struct Source<'a> {
 
 fn verify(
     func: &Function,
-    flags: &settings::Flags,
+    isa: Option<&dyn TargetIsa>,
     lines: &Lines,
     source: &Source,
 ) -> Result<(), InputError> {
@@ -543,14 +616,13 @@ fn verify(
         text,
         line: func_line,
     } = *source;
-    let verified = crate::guard::catch_panic(|| cranelift_codegen::verify_function(func, flags))
-        .map_err(|panic| {
-            let msg = format!(
-                "in function {}: the CLIF verifier failed on this function: {panic}",
-                FuncName::of_function(func)
-            );
-            InputError::new(file, func_line, msg)
-        })?;
+    let verified = crate::guard::catch_panic(|| verify_clif(func, isa)).map_err(|panic| {
+        let msg = format!(
+            "in function {}: the CLIF verifier failed on this function: {panic}",
+            FuncName::of_function(func)
+        );
+        InputError::new(file, func_line, msg)
+    })?;
     let Err(errors) = verified else {
         return Ok(());
     };
@@ -753,6 +825,49 @@ mod tests {
             "{}",
             error.message
         );
+    }
+
+    /// A function that needs an ISA is verified with the one the embedder gives, else the
+    /// host's, and the file's `set` lines apply on top of either.
+    #[test]
+    fn functions_that_need_an_isa_are_verified_with_the_target_and_set_lines() {
+        use cranelift_codegen::settings::{self, Configurable};
+        let pinned = "function %p() -> i64 {\nblock0:\n    v0 = get_pinned_reg.i64\n    \
+                      return v0\n}\n";
+        let read = |reader: ModuleReader, text: &str| {
+            let mut reader = reader;
+            reader.read_text(Path::new("p.clif"), text)?;
+            reader.finish().map(|m| m.len())
+        };
+        let plain = || ModuleReader::new(ReadOptions::default());
+        let refused = read(plain(), pinned).unwrap_err();
+        assert_eq!(refused.line, 3);
+        assert!(
+            refused.message.contains("without enable_pinned_reg"),
+            "{refused}"
+        );
+        assert_eq!(
+            read(plain(), &format!("set enable_pinned_reg\n{pinned}")),
+            Ok(1)
+        );
+        let mut flags = settings::builder();
+        flags.enable("enable_pinned_reg").unwrap();
+        let triple = "aarch64-unknown-linux-gnu".parse().unwrap();
+        let aarch64 = cranelift_codegen::isa::lookup(triple)
+            .unwrap()
+            .finish(settings::Flags::new(flags))
+            .unwrap();
+        assert_eq!(read(plain().with_isa(aarch64), pinned), Ok(1));
+        // The target's pointer width counts for such a function, not for others.
+        let narrow = "function %n(i32) -> i64 {\nblock0(v0: i32):\n    v1 = load.i64 v0\n    \
+                      v2 = get_frame_pointer.i64\n    return v2\n}\n";
+        let refused = read(plain(), narrow).unwrap_err();
+        assert!(refused.message.contains("pointer width"), "{refused}");
+        let without = narrow.replace(
+            "    v2 = get_frame_pointer.i64\n    return v2",
+            "    return v1",
+        );
+        assert_eq!(read(plain(), &without), Ok(1));
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub(super) fn compile_all(
         });
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(ObjectError::compile(mf, format!("{:?}", e.inner))),
+            Ok(Err(e)) => return Err(ObjectError::compile(mf, codegen_message(&e.inner))),
             Err(panic) => {
                 return Err(ObjectError::compile(
                     mf,
@@ -147,4 +147,16 @@ fn prologue_is_unobservable(func: &Function) -> bool {
     func.stack_limit.is_none()
         && func.sized_stack_slots.is_empty()
         && func.dynamic_stack_slots.is_empty()
+}
+
+/// What Cranelift said, readably: a verifier error as the verifier writes it (the instruction
+/// and the rule), anything else as Cranelift's debug form, which names the problem.
+fn codegen_message(error: &cranelift_codegen::CodegenError) -> String {
+    match error {
+        cranelift_codegen::CodegenError::Verifier(errors) => {
+            let each: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+            format!("verifier, with the target's flags: {}", each.join("; "))
+        }
+        other => format!("{other:?}"),
+    }
 }

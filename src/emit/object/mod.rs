@@ -46,6 +46,7 @@ mod target;
 use crate::merge::Mode;
 use crate::module::{ClifModule, SymbolLinkage};
 use crate::refs::ModuleRefs;
+use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use object::SectionKind;
 use serde::Serialize;
@@ -190,6 +191,12 @@ pub fn write_object(
         },
         bytes,
     })
+}
+
+/// The ISA `options` compile for: the target, the CPU preset and the flags, over this crate's
+/// defaults (position-independent code, frame pointers kept).
+pub fn target_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa, ObjectError> {
+    target::build_isa(options)
 }
 
 /// Bytes of all text sections of a written object.

@@ -1,0 +1,118 @@
+//! The ISA that verifies the functions Cranelift's verifier can only check against one.
+//!
+//! `get_pinned_reg`, `set_pinned_reg`, `get_frame_pointer` and `get_return_address` are valid
+//! CLIF only for a target whose flags allow them (`enable_pinned_reg`,
+//! `preserve_frame_pointers`); without an ISA the verifier refuses them outright ("need an
+//! ISA!"). A function that uses one is verified with the target's ISA: the one an embedder
+//! gives ([`super::ModuleReader::with_isa`]), the object's target on the command line, or by
+//! default the host's as `-o` would compile for it. The file's own `set` lines apply on top, as
+//! they do in Cranelift's filetests. Every other function is verified without an ISA, as
+//! before: an ISA adds checks (pointer widths, global value types) that IR meant for any target
+//! need not pass.
+
+use cranelift_codegen::ir::{Function, Opcode};
+use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::verifier::VerifierErrors;
+use cranelift_reader::IsaSpec;
+use std::sync::OnceLock;
+
+/// Whether `opcode` is one the verifier checks only against an ISA.
+pub fn needs_isa(opcode: Opcode) -> bool {
+    matches!(
+        opcode,
+        Opcode::GetPinnedReg
+            | Opcode::SetPinnedReg
+            | Opcode::GetFramePointer
+            | Opcode::GetReturnAddress
+    )
+}
+
+/// Whether `func` uses an instruction the verifier checks only against an ISA.
+pub fn function_needs_isa(func: &Function) -> bool {
+    func.layout
+        .blocks()
+        .flat_map(|block| func.layout.block_insts(block))
+        .any(|inst| needs_isa(func.dfg.insts[inst].opcode()))
+}
+
+/// Runs Cranelift's verifier on `func` as reading does: with `isa` when the function uses an
+/// instruction that needs one ([`function_needs_isa`]), else with Cranelift's default flags.
+pub fn verify_clif(func: &Function, isa: Option<&dyn TargetIsa>) -> Result<(), VerifierErrors> {
+    match isa {
+        Some(isa) if function_needs_isa(func) => cranelift_codegen::verify_function(func, isa),
+        _ => {
+            let flags = settings::Flags::new(settings::builder());
+            cranelift_codegen::verify_function(func, &flags)
+        }
+    }
+}
+
+/// The host's ISA, with the settings `-o` compiles with by default; None when objects cannot
+/// be written for the host.
+pub fn host_isa() -> Option<OwnedTargetIsa> {
+    static HOST: OnceLock<Option<OwnedTargetIsa>> = OnceLock::new();
+    HOST.get_or_init(|| {
+        use crate::emit::object::{ObjectOptions, host_target, target_isa};
+        let options = ObjectOptions {
+            target: host_target().ok()?,
+            opt_level: Default::default(),
+            isa: Default::default(),
+            function_sections: false,
+            mode: Default::default(),
+            fold_machine_code: true,
+        };
+        target_isa(&options).ok()
+    })
+    .clone()
+}
+
+/// The shared settings a file's `set` lines give, as `(name, value)`: those whose value differs
+/// from Cranelift's default. A file with `target` lines gives them per target; the settings of
+/// the first target of `isa`'s architecture count, else those of the first target.
+pub fn file_settings(spec: &IsaSpec, isa: &dyn TargetIsa) -> Vec<(&'static str, String)> {
+    let flags = match spec {
+        IsaSpec::None(flags) => flags,
+        IsaSpec::Some(isas) => {
+            let arch = isa.triple().architecture;
+            match isas.iter().find(|i| i.triple().architecture == arch) {
+                Some(same) => same.flags(),
+                None => match isas.first() {
+                    Some(first) => first.flags(),
+                    None => return Vec::new(),
+                },
+            }
+        }
+    };
+    let defaults = settings::Flags::new(settings::builder());
+    flags
+        .iter()
+        .zip(defaults.iter())
+        .filter(|(set, default)| set.value_string() != default.value_string())
+        .map(|(set, _)| (set.name, set.value_string()))
+        .collect()
+}
+
+/// `isa` with the shared `settings` changed; its own target flags stay.
+pub fn with_settings(
+    isa: &dyn TargetIsa,
+    settings: &[(&'static str, String)],
+) -> Result<OwnedTargetIsa, String> {
+    let mut shared = settings::builder();
+    let values = isa.flags().iter().map(|v| (v.name, v.value_string()));
+    for (name, value) in values.chain(settings.iter().cloned()) {
+        shared
+            .set(name, &value)
+            .map_err(|e| format!("setting {name}={value}: {e}"))?;
+    }
+    let mut builder = isa::lookup(isa.triple().clone()).map_err(|e| e.to_string())?;
+    for flag in isa.isa_flags() {
+        let value = flag.value_string();
+        builder
+            .set(flag.name, &value)
+            .map_err(|e| format!("setting {}={value}: {e}", flag.name))?;
+    }
+    builder
+        .finish(settings::Flags::new(shared))
+        .map_err(|e| e.to_string())
+}
