@@ -50,6 +50,7 @@
 
 mod apply;
 pub mod callsite;
+pub mod frame;
 pub mod plan;
 pub mod policy;
 mod report;

@@ -3,6 +3,7 @@
 //! look at the decisions (or report them) before applying them.
 
 use super::Mode;
+use super::frame::reads_own_frame;
 use super::policy::{Action, AllPreemptible, MemberFacts, decide_class};
 use super::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName, FunctionId};
@@ -74,7 +75,10 @@ impl MergePlan {
                         function: module.function(f),
                         address_taken: refs.address_taken(f),
                     },
-                    |f| is_forwarding_thunk(&module.function(f).func),
+                    |f| {
+                        let func = &module.function(f).func;
+                        is_forwarding_thunk(func) || reads_own_frame(func)
+                    },
                 )
             },
         );

@@ -16,6 +16,9 @@
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 //! - A function that already only forwards its arguments to `f` gains nothing from becoming a
 //!   thunk (it is one); leaving it keeps the pass idempotent.
+//! - A function that reads its own frame (`super::frame`) would see the thunk's frame and return
+//!   address instead of its callers': it is removed or made an alias where the rules above allow,
+//!   never made a thunk.
 
 use super::Mode;
 use crate::module::{FunctionId, ModuleFunction, SymbolLinkage};
@@ -94,14 +97,15 @@ pub struct ClassDecision {
 }
 
 /// Decides a class of two or more equal members; None when nothing would change.
-/// `already_a_thunk` says whether a member already is a minimal thunk (see the module docs); it
-/// is asked only of members that would become thunks.
+/// `stays_as_is` says whether a member that would become a thunk is left as it is: it already
+/// is a minimal thunk, or it reads its own frame (see the module docs); it is asked only of
+/// members that would become thunks.
 pub fn decide_class<'a>(
     mode: Mode,
     all_preemptible: AllPreemptible,
     members: &[FunctionId],
     facts: impl Fn(FunctionId) -> MemberFacts<'a>,
-    already_a_thunk: impl Fn(FunctionId) -> bool,
+    stays_as_is: impl Fn(FunctionId) -> bool,
 ) -> Option<ClassDecision> {
     let mut members: Vec<(FunctionId, MemberFacts<'a>)> =
         members.iter().map(|&f| (f, facts(f))).collect();
@@ -121,7 +125,7 @@ pub fn decide_class<'a>(
         .filter_map(|(g, g_facts)| {
             let action = action_for(mode, g_facts.function.linkage, g_facts.address_taken);
             let keep_as_is =
-                action == Action::Thunk && ((preemptible && !private_copy) || already_a_thunk(g));
+                action == Action::Thunk && ((preemptible && !private_copy) || stays_as_is(g));
             (!keep_as_is).then_some((g, action))
         })
         .collect();

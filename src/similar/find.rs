@@ -1,6 +1,7 @@
 //! Finding groups of similar functions: fingerprints with holes, grouped by their tokens.
 
 use crate::compare::{self, Fingerprint, FingerprintWriter, HoleKinds, NameKey, RefKind, Resolver};
+use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
@@ -173,7 +174,11 @@ pub(super) fn similar_groups(
         .collect();
     if !shared.is_empty() {
         let declared_otherwise = declared_otherwise(module, refs);
-        shared.retain(|&id| !declared_otherwise.contains(id));
+        // A member becomes a thunk or is called with added arguments by a shared body that runs
+        // in another frame: a function that reads its own frame would see that frame.
+        shared.retain(|&id| {
+            !declared_otherwise.contains(id) && !reads_own_frame(&module.function(id).func)
+        });
     }
     let fingerprints: Vec<(Fingerprint, u64)> =
         parallel::map(&shared, FingerprintWriter::new, |w, _, &id| {
