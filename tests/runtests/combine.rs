@@ -1,9 +1,11 @@
 //! Modules of many files: each file's functions renamed with a prefix of their own, so that
-//! names do not clash and merges across files can happen; and a module twice over, every
-//! function also under a second name.
+//! names do not clash and merges across files can happen; a module twice over, every function
+//! also under a second name; and a module with a near twin of every function, one constant
+//! changed, for similar merging.
 
 use clif_merge::{Alias, ClifModule, FuncName};
-use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData};
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64, Imm64};
+use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData, InstructionData};
 
 /// `name` with `prefix` in front: `%prefix_name` (a user name `u1:2` becomes `%prefix_u1_2`).
 pub fn prefixed(prefix: &str, name: &FuncName) -> FuncName {
@@ -83,4 +85,39 @@ pub fn twice_over(module: &ClifModule) -> ClifModule {
     let mut out = module.clone();
     add_prefixed(&mut out, module, TWIN);
     out
+}
+
+/// The prefix of the near twins in [`with_near_twins`].
+pub const NEAR: &str = "near";
+
+/// `module` and a near twin of every function, under [`NEAR`]: the same body but for its first
+/// `iconst`, `f32const` or `f64const` in layout order, whose lowest bit is flipped (a function
+/// without one is an exact twin). A function and its near twin are similar: they share a body
+/// with the constant as a parameter, and callers of near twins call near twins, so callees
+/// become parameters too.
+pub fn with_near_twins(module: &ClifModule) -> ClifModule {
+    let mut twins = module.clone();
+    let ids: Vec<_> = twins.ids().to_vec();
+    for id in ids {
+        flip_first_constant(&mut twins.function_mut(id).func);
+    }
+    let mut out = module.clone();
+    add_prefixed(&mut out, &twins, NEAR);
+    out
+}
+
+/// Flips the lowest bit of `func`'s first constant, if it has one.
+fn flip_first_constant(func: &mut Function) {
+    let insts: Vec<_> = (func.layout.blocks())
+        .flat_map(|b| func.layout.block_insts(b))
+        .collect();
+    for inst in insts {
+        match &mut func.dfg.insts[inst] {
+            InstructionData::UnaryImm { imm, .. } => *imm = Imm64::new(imm.bits() ^ 1),
+            InstructionData::UnaryIeee32 { imm, .. } => *imm = Ieee32::with_bits(imm.bits() ^ 1),
+            InstructionData::UnaryIeee64 { imm, .. } => *imm = Ieee64::with_bits(imm.bits() ^ 1),
+            _ => continue,
+        }
+        return;
+    }
 }

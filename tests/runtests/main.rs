@@ -22,7 +22,12 @@
 //!    that merges across files happen; compiled for the host with every feature it has and the
 //!    union of the files' boolean flags. Baseline first, then every configuration.
 //! 4. **That module twice over**: every function also under a second name, so that each run
-//!    line, run under both names, goes through an alias, a thunk or a redirect.
+//!    line, run under both names, goes through an alias, a thunk or a redirect (or the merge's
+//!    rules keep the two apart, which the test explains: a forwarding thunk stays as it is,
+//!    an address taken stays distinct outside `--mode aliases`).
+//! 5. **With near twins**, for the configurations with `--similar`: every function also has a
+//!    twin whose first constant differs in its lowest bit, so that similar merging shares a
+//!    body between the two and the run line goes through it.
 //!
 //! The test prints the lines checked per configuration (by how they reached their code) and
 //! every line that could not run, by reason; it fails on any difference. Without `../shared`
@@ -135,6 +140,7 @@ enum Stage {
     PerFile,
     Combined,
     TwiceOver,
+    NearTwins,
 }
 
 impl Stage {
@@ -143,6 +149,7 @@ impl Stage {
             Stage::PerFile => "each file",
             Stage::Combined => "all files in one module",
             Stage::TwiceOver => "that module twice over",
+            Stage::NearTwins => "with near twins",
         }
     }
 }
@@ -481,18 +488,26 @@ fn check_combined(files: &[ReadFile], configs: &[Config]) -> Tally {
     drop(compiled);
     tally.baseline.insert(Stage::Combined, passing.len());
     let twice = [combine::twice_over(&export), combine::twice_over(&local)];
-    let tallies: Vec<Tally> = (0..configs.len() * 2)
+    let near = [
+        combine::with_near_twins(&export),
+        combine::with_near_twins(&local),
+    ];
+    let stages = [Stage::Combined, Stage::TwiceOver, Stage::NearTwins];
+    let jobs: Vec<(usize, Stage)> = (0..configs.len())
+        .flat_map(|n| stages.map(|stage| (n, stage)))
+        // Near twins are for similar merging.
+        .filter(|&(n, stage)| stage != Stage::NearTwins || configs[n].similar != Similar::Off)
+        .collect();
+    let tallies: Vec<Tally> = jobs
         .into_par_iter()
-        .map(|job| {
+        .map(|(n, stage)| {
             let mut tally = Tally::default();
-            let (n, stage) = (job / 2, [Stage::Combined, Stage::TwiceOver][job % 2]);
             let config = &configs[n];
-            let local_linkage = config.linkage == SymbolLinkage::Local;
-            let module = match (stage, local_linkage) {
-                (Stage::Combined, false) => &export,
-                (Stage::Combined, true) => &local,
-                (_, false) => &twice[0],
-                (_, true) => &twice[1],
+            let local_linkage = usize::from(config.linkage == SymbolLinkage::Local);
+            let module = match stage {
+                Stage::Combined => [&export, &local][local_linkage],
+                Stage::TwiceOver => &twice[local_linkage],
+                _ => &near[local_linkage],
             };
             let runnable = config.merge(module);
             let compiled = Compiled::new(&runnable.module, &isa, &sigs, &cache);
@@ -617,6 +632,10 @@ fn print_summary(tally: &Tally, configs: &[Config], files: (usize, usize, usize)
 }
 
 fn main() {
+    if !cfg!(target_arch = "x86_64") {
+        println!("runtests: SKIPPED: the run lines are checked on an x86_64 host only");
+        return;
+    }
     let Some(dir) = runtests_dir() else {
         println!("runtests: SKIPPED: ../shared/runtests is not beside the repository");
         return;
