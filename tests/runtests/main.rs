@@ -134,7 +134,8 @@ impl Config {
     }
 }
 
-/// Where a check runs: each file on its own, all in one module, or that module twice over.
+/// Where a check runs: each file on its own, all in one module, that module twice over, or
+/// with near twins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
     PerFile,
@@ -307,7 +308,7 @@ impl Check<'_> {
     }
 }
 
-/// The distinct signatures of `checks`, for the trampolines.
+/// The distinct signatures of `lines`, for the trampolines.
 fn signatures<'a>(lines: impl Iterator<Item = &'a RunLine>) -> Vec<Signature> {
     let mut out: Vec<Signature> = Vec::new();
     for line in lines {
@@ -352,7 +353,53 @@ fn read(file: &RunFile) -> Result<ReadFile<'_>, String> {
     })
 }
 
-/// Step 1 and 2 for one file.
+/// A target of a file whose baseline ran: its ISA, its code, the run lines that pass.
+struct TargetRun<'a> {
+    isa: &'a OwnedTargetIsa,
+    cache: CodeCache,
+    /// ` target N`, for messages.
+    label: String,
+    passing: Vec<&'a Check<'a>>,
+}
+
+/// Step 1 for one file: every run line on the unmerged `module`, per target; what cannot
+/// run or fails into `tally`.
+fn baseline<'a>(
+    file: &'a RunFile,
+    module: &ClifModule,
+    checks: &'a [Check<'a>],
+    signatures: &[Signature],
+    tally: &mut Tally,
+) -> Vec<TargetRun<'a>> {
+    let mut targets = Vec::new();
+    for target in &file.targets {
+        let label = format!(" target {}", target.number);
+        let isa = match &target.isa {
+            Ok(isa) => isa,
+            Err(why) => {
+                for check in checks {
+                    tally.cannot(why.clone(), format!("{}{label}", check.at()));
+                }
+                continue;
+            }
+        };
+        let cache = CodeCache::default();
+        let compiled = Compiled::new(module, isa, signatures, &cache);
+        let passing: Vec<&Check> = (checks.iter())
+            .filter(|c| c.baseline(&compiled, &label, tally))
+            .collect();
+        *tally.baseline.entry(Stage::PerFile).or_default() += passing.len();
+        targets.push(TargetRun {
+            isa,
+            cache,
+            label,
+            passing,
+        });
+    }
+    targets
+}
+
+/// Steps 1 and 2 for one file.
 fn check_file(file: &RunFile, configs: &[Config]) -> Tally {
     let mut tally = Tally {
         names_another: file.lines.iter().filter(|l| l.names_another).count(),
@@ -385,41 +432,20 @@ fn check_file(file: &RunFile, configs: &[Config]) -> Tally {
         }
     };
     let sigs = signatures(file.lines.iter());
-    // Step 1: the baseline, per target.
-    let mut targets: Vec<(&OwnedTargetIsa, CodeCache, String, Vec<&Check>)> = Vec::new();
-    for target in &file.targets {
-        let label = format!(" target {}", target.number);
-        let isa = match &target.isa {
-            Ok(isa) => isa,
-            Err(why) => {
-                for check in &checks {
-                    tally.cannot(why.clone(), format!("{}{label}", check.at()));
-                }
-                continue;
-            }
-        };
-        let cache = CodeCache::default();
-        let compiled = Compiled::new(&read.export, isa, &sigs, &cache);
-        let passing: Vec<&Check> = checks
-            .iter()
-            .filter(|c| c.baseline(&compiled, &label, &mut tally))
-            .collect();
-        *tally.baseline.entry(Stage::PerFile).or_default() += passing.len();
-        targets.push((isa, cache, label, passing));
-    }
-    if targets.iter().all(|(_, _, _, passing)| passing.is_empty()) {
+    let targets = baseline(file, &read.export, &checks, &sigs, &mut tally);
+    if targets.iter().all(|t| t.passing.is_empty()) {
         return tally;
     }
     // Step 2: every configuration.
     for (n, config) in configs.iter().enumerate() {
         let runnable = config.merge(read.module(config.linkage));
-        for (isa, cache, label, passing) in &targets {
-            if passing.is_empty() {
+        for target in &targets {
+            if target.passing.is_empty() {
                 continue;
             }
-            let compiled = Compiled::new(&runnable.module, isa, &sigs, cache);
-            let what = format!("{}{label}", config.label());
-            for check in passing {
+            let compiled = Compiled::new(&runnable.module, target.isa, &sigs, &target.cache);
+            let what = format!("{}{}", config.label(), target.label);
+            for check in &target.passing {
                 let key = (Stage::PerFile, n);
                 check.merged(&runnable, &compiled, &check.func, &what, &mut tally, key);
             }
@@ -458,10 +484,9 @@ fn combined_isa(files: &[&RunFile]) -> OwnedTargetIsa {
     native_isa(settings::Flags::new(builder)).expect("the host ISA")
 }
 
-/// Steps 3 and 4: all files in one module, then twice over.
-fn check_combined(files: &[ReadFile], configs: &[Config]) -> Tally {
-    let mut tally = Tally::default();
-    let isa = combined_isa(&files.iter().map(|r| r.file).collect::<Vec<_>>());
+/// Every read file's functions in one module, each file under a prefix of its own (once with
+/// each linkage), and their run lines under the new names.
+fn combine_files<'a>(files: &'a [ReadFile]) -> ([ClifModule; 2], Vec<Check<'a>>) {
     let mut export = ClifModule::new();
     let mut local = ClifModule::new();
     let mut checks = Vec::new();
@@ -477,59 +502,82 @@ fn check_combined(files: &[ReadFile], configs: &[Config]) -> Tally {
             });
         }
     }
-    let sigs = signatures(checks.iter().map(|c| c.line));
+    ([export, local], checks)
+}
+
+/// What every check of the module of all files shares: the ISA, its code, the trampolines'
+/// signatures and the run lines that pass unmerged.
+struct Combined<'a> {
+    isa: OwnedTargetIsa,
+    cache: CodeCache,
+    signatures: Vec<Signature>,
+    passing: Vec<&'a Check<'a>>,
+}
+
+impl Combined<'_> {
+    /// Merges `module` (a module of `stage`) as `config` says and runs every passing line on
+    /// it; for the module twice over, under both names.
+    fn check(&self, stage: Stage, n: usize, config: &Config, module: &ClifModule) -> Tally {
+        let mut tally = Tally::default();
+        let runnable = config.merge(module);
+        let compiled = Compiled::new(&runnable.module, &self.isa, &self.signatures, &self.cache);
+        let what = format!("{}, {}", config.label(), stage.label());
+        let key = (stage, n);
+        for check in &self.passing {
+            let route = check.merged(&runnable, &compiled, &check.func, &what, &mut tally, key);
+            if stage != Stage::TwiceOver {
+                continue;
+            }
+            let twin = combine::prefixed(combine::TWIN, &check.func);
+            let twin_route = check.merged(&runnable, &compiled, &twin, &what, &mut tally, key);
+            if !route.is_merged() && !twin_route.is_merged() {
+                match twins::why_apart(module, &check.func, config.mode) {
+                    Some(why) => *tally.apart.entry(why).or_default() += 1,
+                    None => (tally.unmerged_twins).push(format!("{} ({what})", check.at())),
+                }
+            }
+        }
+        tally
+    }
+}
+
+/// Steps 3 to 5: all files in one module, twice over, and with near twins.
+fn check_combined(files: &[ReadFile], configs: &[Config]) -> Tally {
+    let mut tally = Tally::default();
+    let isa = combined_isa(&files.iter().map(|r| r.file).collect::<Vec<_>>());
+    let (combined, checks) = combine_files(files);
+    let signatures = signatures(checks.iter().map(|c| c.line));
     let cache = CodeCache::default();
-    let compiled = Compiled::new(&export, &isa, &sigs, &cache);
+    let compiled = Compiled::new(&combined[0], &isa, &signatures, &cache);
     let label = " (all files in one module)";
-    let passing: Vec<&Check> = checks
-        .iter()
+    let passing: Vec<&Check> = (checks.iter())
         .filter(|c| c.baseline(&compiled, label, &mut tally))
         .collect();
     drop(compiled);
     tally.baseline.insert(Stage::Combined, passing.len());
-    let twice = [combine::twice_over(&export), combine::twice_over(&local)];
-    let near = [
-        combine::with_near_twins(&export),
-        combine::with_near_twins(&local),
-    ];
+    let shared = Combined {
+        isa,
+        cache,
+        signatures,
+        passing,
+    };
+    let twice = combined.each_ref().map(combine::twice_over);
+    let near = combined.each_ref().map(combine::with_near_twins);
     let stages = [Stage::Combined, Stage::TwiceOver, Stage::NearTwins];
     let jobs: Vec<(usize, Stage)> = (0..configs.len())
         .flat_map(|n| stages.map(|stage| (n, stage)))
         // Near twins are for similar merging.
         .filter(|&(n, stage)| stage != Stage::NearTwins || configs[n].similar != Similar::Off)
         .collect();
-    let tallies: Vec<Tally> = jobs
-        .into_par_iter()
+    let tallies: Vec<Tally> = (jobs.into_par_iter())
         .map(|(n, stage)| {
-            let mut tally = Tally::default();
-            let config = &configs[n];
-            let local_linkage = usize::from(config.linkage == SymbolLinkage::Local);
+            let local = usize::from(configs[n].linkage == SymbolLinkage::Local);
             let module = match stage {
-                Stage::Combined => [&export, &local][local_linkage],
-                Stage::TwiceOver => &twice[local_linkage],
-                _ => &near[local_linkage],
+                Stage::Combined => &combined[local],
+                Stage::TwiceOver => &twice[local],
+                _ => &near[local],
             };
-            let runnable = config.merge(module);
-            let compiled = Compiled::new(&runnable.module, &isa, &sigs, &cache);
-            let what = format!("{}, {}", config.label(), stage.label());
-            for check in &passing {
-                let key = (stage, n);
-                let route = check.merged(&runnable, &compiled, &check.func, &what, &mut tally, key);
-                if stage == Stage::TwiceOver {
-                    let twin = combine::prefixed(combine::TWIN, &check.func);
-                    let twin_route =
-                        check.merged(&runnable, &compiled, &twin, &what, &mut tally, key);
-                    if !route.is_merged() && !twin_route.is_merged() {
-                        match twins::why_apart(module, &check.func, config.mode) {
-                            Some(why) => *tally.apart.entry(why).or_default() += 1,
-                            None => tally
-                                .unmerged_twins
-                                .push(format!("{} ({what})", check.at())),
-                        }
-                    }
-                }
-            }
-            tally
+            shared.check(stage, n, &configs[n], module)
         })
         .collect();
     for t in tallies {
