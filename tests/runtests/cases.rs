@@ -46,6 +46,17 @@ pub struct RunLine {
     pub names_another: bool,
 }
 
+impl Target {
+    /// How messages name it, after a place: ` target N`, or ` (host)` for a file without
+    /// target lines.
+    pub fn label(&self) -> String {
+        match self.number {
+            0 => " (host)".to_string(),
+            n => format!(" target {n}"),
+        }
+    }
+}
+
 impl RunFile {
     /// Reads `text` of the file `name`; `Err` when cranelift-reader refuses it, `Ok(None)` when
     /// it has targets but no x86_64 one.

@@ -357,7 +357,7 @@ fn read(file: &RunFile) -> Result<ReadFile<'_>, String> {
 struct TargetRun<'a> {
     isa: &'a OwnedTargetIsa,
     cache: CodeCache,
-    /// ` target N`, for messages.
+    /// [`cases::Target::label`].
     label: String,
     passing: Vec<&'a Check<'a>>,
 }
@@ -373,7 +373,7 @@ fn baseline<'a>(
 ) -> Vec<TargetRun<'a>> {
     let mut targets = Vec::new();
     for target in &file.targets {
-        let label = format!(" target {}", target.number);
+        let label = target.label();
         let isa = match &target.isa {
             Ok(isa) => isa,
             Err(why) => {
@@ -424,7 +424,7 @@ fn check_file(file: &RunFile, configs: &[Config]) -> Tally {
             let reason = format!("the library refuses the file: {}", cause(&why));
             for target in &file.targets {
                 for check in &checks {
-                    let at = format!("{} target {}", check.at(), target.number);
+                    let at = format!("{}{}", check.at(), target.label());
                     tally.cannot(reason.clone(), at);
                 }
             }
@@ -679,22 +679,13 @@ fn print_summary(tally: &Tally, configs: &[Config], files: (usize, usize, usize)
     }
 }
 
-fn main() {
-    if !cfg!(target_arch = "x86_64") {
-        println!("runtests: SKIPPED: the run lines are checked on an x86_64 host only");
-        return;
-    }
-    let Some(dir) = runtests_dir() else {
-        println!("runtests: SKIPPED: ../shared/runtests is not beside the repository");
-        return;
-    };
-    let start = Instant::now();
-    let paths = files::clif_files(&dir);
+/// Reads every run-test file under `dir`: the files with a host target, and the count of all.
+fn read_files(dir: &Path, tally: &mut Tally) -> (Vec<RunFile>, usize) {
+    let paths = files::clif_files(dir);
     let mut files = Vec::new();
-    let mut tally = Tally::default();
     for path in &paths {
         let name = path
-            .strip_prefix(&dir)
+            .strip_prefix(dir)
             .unwrap()
             .to_string_lossy()
             .into_owned();
@@ -705,15 +696,29 @@ fn main() {
             Err(e) => tally.cannot(format!("cranelift-reader refuses the file: {e}"), name),
         }
     }
+    (files, paths.len())
+}
+
+/// The whole gate; `Err` on any difference.
+fn gate() -> Result<(), libtest_mimic::Failed> {
+    if !cfg!(target_arch = "x86_64") {
+        println!("runtests: SKIPPED: the run lines are checked on an x86_64 host only");
+        return Ok(());
+    }
+    let Some(dir) = runtests_dir() else {
+        println!("runtests: SKIPPED: ../shared/runtests is not beside the repository");
+        return Ok(());
+    };
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let (files, all) = read_files(&dir, &mut tally);
     let (found, wrong) = self_check(&files);
-    assert!(
-        found > 0,
-        "the harness found no difference in a wrong merge"
-    );
+    if found == 0 {
+        return Err("the harness found no difference in a wrong merge".into());
+    }
     println!("runtests: self-check: a wrong merge ({wrong}) gives {found} differences");
     let configs = Config::all();
-    let per_file: Vec<Tally> = files
-        .par_iter()
+    let per_file: Vec<Tally> = (files.par_iter())
         .map(|file| check_file(file, &configs))
         .collect();
     for t in per_file {
@@ -722,28 +727,38 @@ fn main() {
     let per_file_time = start.elapsed();
     let read: Vec<ReadFile> = files.iter().filter_map(|f| read(f).ok()).collect();
     tally.add(check_combined(&read, &configs));
-    print_summary(&tally, &configs, (paths.len(), files.len(), read.len()));
+    print_summary(&tally, &configs, (all, files.len(), read.len()));
     println!(
         "runtests: {:.1} s ({:.1} s for the files one by one)",
         start.elapsed().as_secs_f64(),
         per_file_time.as_secs_f64()
     );
+    let mut failures = Vec::new();
     if !tally.unmerged_twins.is_empty() {
-        println!(
-            "NOT MERGED WITH THEIR TWINS ({} run lines):",
-            tally.unmerged_twins.len()
-        );
+        let n = tally.unmerged_twins.len();
+        println!("NOT MERGED WITH THEIR TWINS, and no rule says why ({n} run lines):");
         for at in &tally.unmerged_twins {
             println!("  {at}");
         }
+        failures.push(format!("{n} run lines not merged with their twins"));
     }
     if !tally.differences.is_empty() {
-        println!("DIFFERENCES ({}):", tally.differences.len());
+        let n = tally.differences.len();
+        println!("DIFFERENCES ({n}):");
         for d in &tally.differences {
             println!("  {d}");
         }
+        failures.push(format!("{n} differences"));
     }
-    if !tally.differences.is_empty() || !tally.unmerged_twins.is_empty() {
-        std::process::exit(1);
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(failures.join(", ").into()),
     }
+}
+
+/// One trial, so that `cargo test` filters and `--list` work as for other tests.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = vec![libtest_mimic::Trial::test("runtests", gate)];
+    libtest_mimic::run(&args, trials).exit();
 }
