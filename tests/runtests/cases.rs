@@ -100,6 +100,7 @@ impl RunFile {
                 }
             }
         }
+        // The parsed file borrows `text`, which the file keeps.
         drop(test);
         Ok(Some(RunFile {
             name,
