@@ -24,7 +24,8 @@
 //! 4. **That module twice over**: every function also under a second name, so that each run
 //!    line, run under both names, goes through an alias, a thunk or a redirect (or the merge's
 //!    rules keep the two apart, which the test explains: a forwarding thunk stays as it is,
-//!    an address taken stays distinct outside `--mode aliases`).
+//!    an address taken stays distinct outside `--mode aliases`, a function that reads its own
+//!    frame never becomes a thunk).
 //! 5. **With near twins**, for the configurations with `--similar`: every function also has a
 //!    twin whose first constant differs in its lowest bit, so that similar merging shares a
 //!    body between the two and the run line goes through it.

@@ -1,7 +1,8 @@
-//! Why a function of the module twice over may stay apart from its twin: the two rules of the
-//! merge that keep equal-looking functions as they are. A run line whose function was merged
+//! Why a function of the module twice over may stay apart from its twin: the rules of the merge
+//! that keep equal-looking functions as they are. A run line whose function was merged
 //! under neither name must be explained by one of them.
 
+use clif_merge::merge::frame::reads_own_frame;
 use clif_merge::merge::thunk::is_forwarding_thunk;
 use clif_merge::{ClifModule, FuncName, Mode};
 use cranelift_codegen::ir::{GlobalValueData, InstructionData};
@@ -16,6 +17,9 @@ pub fn why_apart(module: &ClifModule, name: &FuncName, mode: Mode) -> Option<&'s
     let func = &module.function(module.resolve(name)?).func;
     if is_forwarding_thunk(func) {
         return Some("already a forwarding thunk: kept as it is, its call redirected");
+    }
+    if reads_own_frame(func) {
+        return Some("reads its own frame: never a thunk, kept as it is outside aliases");
     }
     if reaches_an_address(module, name) {
         return Some("takes a function's address (or calls what does): kept apart outside aliases");
