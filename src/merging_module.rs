@@ -78,7 +78,8 @@ pub enum FinishError {
         #[source]
         source: Box<cranelift_module::ModuleError>,
     },
-    /// A body could not be merged (it refers to an entity it does not declare).
+    /// The whole-module merge refused the held bodies (not expected: a body it cannot hold is
+    /// defined unmerged).
     #[error(transparent)]
     Merge(#[from] crate::Error),
 }
@@ -474,17 +475,24 @@ fn merge_and_define<M: Module>(
     let mut cm = ClifModule::new();
     let mut ids = Vec::with_capacity(held.len());
     let mut planes = Vec::with_capacity(held.len());
-    for Held {
-        id,
-        func,
-        ctrl_plane,
-    } in held
-    {
-        let linkage = inner.declarations().get_function_decl(id).linkage;
-        let linkage = symbol_linkage(linkage, address_in_data.contains(&id));
-        cm.define(func, linkage, None).map_err(crate::Error::from)?;
-        ids.push(id);
-        planes.push(ctrl_plane);
+    let mut unmerged = Vec::new();
+    for held in held {
+        // A body naming something it never declares (legal while unused: the inner module
+        // compiles it) cannot be compared: it goes to the inner module as it is.
+        if crate::references::undeclared_reference(&held.func).is_some() {
+            unmerged.push(held);
+            continue;
+        }
+        let linkage = inner.declarations().get_function_decl(held.id).linkage;
+        let linkage = symbol_linkage(linkage, address_in_data.contains(&held.id));
+        cm.define(held.func, linkage, None)
+            .map_err(crate::Error::from)?;
+        ids.push(held.id);
+        planes.push(held.ctrl_plane);
+    }
+    for mut held in unmerged {
+        define_in(inner, held.id, held.func, &mut held.ctrl_plane)?;
+        defined.insert(held.id);
     }
     let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
     let stand_ins = similar_stand_ins(&cm, &report);

@@ -742,3 +742,31 @@ fn finish_error_goes_through_the_question_mark() {
     let error = run().unwrap_err();
     assert!(error.to_string().contains("defining f"), "{error}");
 }
+
+/// A body with a global value naming a user name it never declared, unused: a plain module
+/// compiles it; the whole-module merge cannot hold it, so deferred mode defines it as it is,
+/// unmerged, instead of failing at `finish`.
+#[test]
+fn deferred_body_the_merge_cannot_hold_is_defined_unmerged() {
+    use cranelift_codegen::ir::{ExternalName, GlobalValueData, UserExternalNameRef};
+    use cranelift_entity::EntityRef;
+    let mut module = MergingModule::deferred(jit());
+    let odd = declare(&mut module, "odd", Linkage::Export);
+    let twin = declare(&mut module, "twin", Linkage::Export);
+    define(&mut module, odd, |b, _, x| {
+        b.func.create_global_value(GlobalValueData::Symbol {
+            name: ExternalName::User(UserExternalNameRef::new(9)),
+            offset: 0.into(),
+            colocated: false,
+            tls: false,
+        });
+        let t = b.ins().imul_imm_s(x, 3);
+        b.ins().iadd_imm_s(t, 1)
+    });
+    mul3(&mut module, twin);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 0, "{report:?}");
+    assert_eq!(call(&jit, odd, 4), 13);
+    assert_eq!(call(&jit, twin, 4), 13);
+}
