@@ -122,6 +122,8 @@ fn machine_code(module: &mut impl Module, ids: &[FuncId], k: i64) -> Vec<u8> {
     ctx.compiled_code().unwrap().code_buffer().to_vec()
 }
 
+// The error is the `Module` trait's own.
+#[allow(clippy::result_large_err)]
 fn apply(
     module: &mut impl Module,
     ids: &mut Vec<FuncId>,
