@@ -6,13 +6,15 @@
 
 use clif_merge::merging_module::UnsafeDeclaration;
 use clif_merge::{FuncName, MergingModule};
-use cranelift_codegen::Context;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, UserFuncName, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{Context, isa::OwnedTargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, ModuleError, ModuleResult, default_libcall_names};
+use cranelift_object::{ObjectBuilder, ObjectModule};
 use proptest::prelude::*;
 
 /// Functions `f0`..`f3`, all `fn(i32) -> i32`.
@@ -153,14 +155,23 @@ fn is_unsafe_declaration(error: &ModuleError) -> bool {
     matches!(error, ModuleError::Backend(e) if e.downcast_ref::<UnsafeDeclaration>().is_some())
 }
 
-/// Runs `ops` (after declaring every function with `initial`) through a plain `JITModule` and a
-/// `MergingModule` of `timing`, then defines what is left undefined alike, and compares.
-fn check(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) {
-    let mut plain = jit();
-    let mut merging = match timing {
-        Timing::Eager => MergingModule::new(jit()),
-        Timing::Deferred => MergingModule::deferred(jit()),
-    };
+/// The two modules after the same calls, finished.
+struct Driven<M> {
+    plain: M,
+    merged: M,
+    /// `f0`..`f3`, then their wrappers `call_f0`..`call_f3`: the same ids in both.
+    ids: Vec<FuncId>,
+}
+
+/// Runs `ops` (after declaring every function with `initial`) through `plain` and `merging`,
+/// checking that both accept and refuse alike; then defines what is left undefined and an
+/// exported wrapper calling each function, alike, and finishes.
+fn drive<M: Module>(
+    mut plain: M,
+    mut merging: MergingModule<M>,
+    initial: [Linkage; NAMES],
+    ops: &[Op],
+) -> Driven<M> {
     let (mut plain_ids, mut merging_ids) = (Vec::new(), Vec::new());
     let declarations = initial.iter().enumerate().map(|(i, &l)| Op::Declare(i, l));
     let ops: Vec<Op> = declarations.chain(ops.iter().cloned()).collect();
@@ -174,7 +185,8 @@ fn check(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) {
         if let Err(e) = &merged
             && is_unsafe_declaration(e)
         {
-            // Allowed only for a declaration that makes a defined function preemptible.
+            // Allowed only for a declaration that makes a defined function preemptible; the
+            // plain module does not see it either, so that both keep the same linkages.
             assert!(
                 matches!(op, &Op::Declare(i, Linkage::Preemptible) if defined[i]),
                 "step {step} {op:?}: {e}"
@@ -205,7 +217,12 @@ fn check(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) {
             apply(&mut plain, &mut plain_ids, op, &[]).expect("plain: the last definitions");
         }
     }
-    let (mut merged, report) = match merging.try_finish() {
+    for i in 0..NAMES {
+        define_wrapper(&mut merging, &mut merging_ids, i);
+        define_wrapper(&mut plain, &mut plain_ids, i);
+    }
+    assert_eq!(merging_ids, plain_ids);
+    let (merged, report) = match merging.try_finish() {
         Ok(finished) => finished,
         Err(failure) => panic!("finish: {}", failure.error),
     };
@@ -221,18 +238,137 @@ fn check(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) {
             .linkage;
         assert_ne!(linkage, Linkage::Preemptible, "{class:?}");
     }
+    Driven {
+        plain,
+        merged,
+        ids: plain_ids,
+    }
+}
+
+/// Declares and defines `call_f{i}`, exported, returning `f{i}(x)`: the way in from C.
+fn define_wrapper(module: &mut impl Module, ids: &mut Vec<FuncId>, i: usize) {
+    let sig = signature(module);
+    let id = module
+        .declare_function(&format!("call_{}", name(i)), Linkage::Export, &sig)
+        .unwrap();
+    ids.push(id);
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let config = module.target_config();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let x = b.block_params(entry)[0];
+    let f = module.declare_func_in_func(ids[i], b.func);
+    let call = b.ins().call(f, &[x]);
+    let r = b.inst_results(call)[0];
+    b.ins().return_(&[r]);
+    b.finalize(config);
+    module.define_function(id, &mut ctx).unwrap();
+}
+
+/// [`drive`] over JIT modules; every function (wrappers included) computes alike.
+fn check(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) {
+    let merging = match timing {
+        Timing::Eager => MergingModule::new(jit()),
+        Timing::Deferred => MergingModule::deferred(jit()),
+    };
+    let Driven {
+        mut plain,
+        mut merged,
+        ids,
+    } = drive(jit(), merging, initial, ops);
     merged.finalize_definitions().unwrap();
     plain.finalize_definitions().unwrap();
-    for i in 0..NAMES {
+    for (i, &id) in ids.iter().enumerate() {
         for x in ARGS {
             assert_eq!(
-                call(&merged, merging_ids[i], x),
-                call(&plain, plain_ids[i], x),
-                "{}({x})",
-                name(i)
+                call(&merged, id, x),
+                call(&plain, id, x),
+                "function {i}, x = {x}"
             );
         }
     }
+}
+
+fn host_isa() -> OwnedTargetIsa {
+    let mut flags = settings::builder();
+    flags.set("is_pic", "true").unwrap();
+    cranelift_native::builder()
+        .expect("a host Cranelift supports")
+        .finish(settings::Flags::new(flags))
+        .expect("the host ISA")
+}
+
+fn object() -> ObjectModule {
+    let builder = ObjectBuilder::new(host_isa(), "ops", default_libcall_names()).unwrap();
+    ObjectModule::new(builder)
+}
+
+/// [`drive`] over object modules, each linked by `cc` with a C driver that defines a strong
+/// `f{i}` for every function left preemptible (so the link replaces it) and prints every
+/// wrapper's results: both programs print the same. False (with a note) without `cc`.
+fn check_linked(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) -> bool {
+    let merging = match timing {
+        Timing::Eager => MergingModule::new(object()),
+        Timing::Deferred => MergingModule::deferred(object()),
+    };
+    let Driven { plain, merged, ids } = drive(object(), merging, initial, ops);
+    let mut driver = String::from("#include <stdio.h>\n");
+    for (i, &id) in ids[..NAMES].iter().enumerate() {
+        driver += &format!("int call_f{i}(int);\n");
+        if plain.declarations().get_function_decl(id).linkage == Linkage::Preemptible {
+            driver += &format!("int f{i}(int x) {{ return x * 1000 + {i}; }}\n");
+        }
+    }
+    let args = ARGS.map(|x| x.to_string()).join(", ");
+    driver += &format!("int main(void) {{\n  int xs[] = {{{args}}};\n");
+    driver += "  for (int k = 0; k < (int) (sizeof xs / sizeof xs[0]); k++)\n";
+    let calls: Vec<String> = (0..NAMES).map(|i| format!("call_f{i}(xs[k])")).collect();
+    driver += &format!(
+        "    printf(\"{}\\n\", {});\n  return 0;\n}}\n",
+        vec!["%d"; NAMES].join(" "),
+        calls.join(", ")
+    );
+    let run = |object: ObjectModule| link_and_run(&object.finish().emit().unwrap(), &driver);
+    let (Some(unmerged), Some(merged)) = (run(plain), run(merged)) else {
+        return false;
+    };
+    assert_eq!(merged, unmerged, "{driver}");
+    true
+}
+
+/// Links `object` with the C `driver` by `cc`, runs it and returns what it printed; None (with
+/// a note) when there is no `cc`.
+fn link_and_run(object: &[u8], driver: &str) -> Option<String> {
+    let has_cc = std::process::Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_cc {
+        assert!(std::env::var_os("CI").is_none(), "CI needs cc");
+        eprintln!("note: skipping: cc is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("driver.c"), driver).unwrap();
+    std::fs::write(dir.path().join("ops.o"), object).unwrap();
+    let exe = dir.path().join("program");
+    let status = std::process::Command::new("cc")
+        .arg(dir.path().join("driver.c"))
+        .arg(dir.path().join("ops.o"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{driver}");
+    let out = std::process::Command::new(&exe).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    Some(String::from_utf8(out.stdout).unwrap())
 }
 
 fn call(jit: &JITModule, id: FuncId, x: i32) -> i32 {
@@ -245,6 +381,11 @@ fn call(jit: &JITModule, id: FuncId, x: i32) -> i32 {
 fn check_both(initial: [Linkage; NAMES], ops: &[Op]) {
     check(initial, ops, Timing::Eager);
     check(initial, ops, Timing::Deferred);
+}
+
+fn check_both_linked(initial: [Linkage; NAMES], ops: &[Op]) {
+    check_linked(initial, ops, Timing::Eager);
+    check_linked(initial, ops, Timing::Deferred);
 }
 
 const EXPORTED: [Linkage; NAMES] = [Linkage::Export; NAMES];
@@ -325,6 +466,38 @@ fn an_unused_thunk_may_become_preemptible() {
 }
 
 /// A linkage, `weights` in the order import, local, preemptible, hidden, export.
+#[test]
+fn a_merge_target_cannot_become_preemptible() {
+    let initial = [
+        Linkage::Local,
+        Linkage::Export,
+        Linkage::Export,
+        Linkage::Export,
+    ];
+    let ops = [
+        Op::Define(0, Body::Mul(3)),
+        Op::Define(1, Body::Mul(3)),
+        Op::Declare(0, Linkage::Preemptible),
+    ];
+    check_both(initial, &ops);
+    check_both_linked(initial, &ops);
+}
+
+/// `f2` becomes a thunk calling `f3`; `f0` calls `f2` and `f1` calls `f3`, so eager mode makes
+/// `f1` a thunk calling `f0`. Then `f2` may not become preemptible.
+#[test]
+fn a_thunk_compared_as_its_target_cannot_become_preemptible() {
+    let ops = [
+        Op::Define(3, Body::Mul(3)),
+        Op::Define(2, Body::Mul(3)),
+        Op::Define(0, Body::Call(1, 5)),
+        Op::Define(1, Body::Call(1, 5)),
+        Op::Declare(2, Linkage::Preemptible),
+    ];
+    check_both([Linkage::Local; NAMES], &ops);
+    check_both_linked([Linkage::Local; NAMES], &ops);
+}
+
 fn linkage(weights: [u32; 5]) -> impl Strategy<Value = Linkage> {
     prop_oneof![
         weights[0] => Just(Linkage::Import),
@@ -376,5 +549,43 @@ proptest! {
         ops in proptest::collection::vec(op(), 2..24),
     ) {
         check_both(initial, &ops);
+    }
+}
+
+/// Generated sequences linked per run (each links four programs): 12, or `OPS_LINKED_CASES`.
+fn linked_cases() -> u32 {
+    std::env::var("OPS_LINKED_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(12)
+}
+
+/// An operation for the linked runs: few kinds of body, so that callers of equal functions
+/// merge, and many preemptible declarations after them.
+fn linked_op() -> impl Strategy<Value = Op> {
+    let function = 0..NAMES;
+    let body = prop_oneof![
+        3 => Just(Body::Mul(3)),
+        3 => (0..3usize).prop_map(|c| Body::Call(c, 5)),
+        1 => Just(Body::Factorial),
+    ];
+    prop_oneof![
+        2 => (function.clone(), linkage([1, 1, 6, 1, 1])).prop_map(|(i, l)| Op::Declare(i, l)),
+        6 => (function.clone(), body).prop_map(|(i, b)| Op::Define(i, b)),
+        1 => (function, 3..4i64).prop_map(|(i, k)| Op::DefineBytes(i, k)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: linked_cases(), ..ProptestConfig::default() })]
+
+    /// The same sequences into objects, linked with strong definitions of every function left
+    /// preemptible: what a merge made must survive the link.
+    #[test]
+    fn merging_module_objects_link_and_run_like_plain_objects(
+        initial in [initial_linkage(), initial_linkage(), initial_linkage(), initial_linkage()],
+        ops in proptest::collection::vec(linked_op(), 2..16),
+    ) {
+        check_both_linked(initial, &ops);
     }
 }
