@@ -331,7 +331,7 @@ fn check_linked(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) -> bool {
     let calls: Vec<String> = (0..NAMES).map(|i| format!("call_f{i}(xs[k])")).collect();
     driver += &format!(
         "    printf(\"{}\\n\", {});\n  return 0;\n}}\n",
-        vec!["%d"; NAMES].join(" "),
+        ["%d"; NAMES].join(" "),
         calls.join(", ")
     );
     let run = |object: ObjectModule| link_and_run(&object.finish().emit().unwrap(), &driver);
