@@ -111,6 +111,18 @@ impl<M> std::fmt::Debug for FinishFailure<M> {
     }
 }
 
+impl<M> std::fmt::Display for FinishFailure<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<M> std::error::Error for FinishFailure<M> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
+
 /// Eager mode's refusal of a declaration that would make a merge already made unsafe (see the
 /// module docs); returned as [`cranelift_module::ModuleError::Backend`].
 #[derive(Debug, thiserror::Error)]

@@ -721,6 +721,7 @@ fn deferred_try_finish_hands_the_module_back_after_a_failure() {
         failure.error
     );
     assert_eq!(failure.undefined, [f]);
+    assert_eq!(failure.to_string(), failure.error.to_string());
     let mut jit = failure.module;
     jit.finalize_definitions().unwrap();
     assert_eq!(call(&jit, f, 4), 13, "the inner module's own f");
