@@ -18,6 +18,37 @@
 //!
 //! cranelift-module has no aliases and a JIT must be able to call every `FuncId`: a function the
 //! merge replaced is always defined, as a thunk calling the function holding its body.
+//!
+//! # Accepted and refused calls
+//!
+//! A `MergingModule` accepts and refuses definitions as the inner module would, at once: a
+//! second definition (a body or bytes), a definition of an import, and (when the inner ISA
+//! verifies) a body the verifier refuses. A function counts as defined, and a body as a merge
+//! target, only once the inner module accepted it (deferred mode: once it passed those checks).
+//! The inner module must not already hold definitions of the functions defined through the
+//! `MergingModule` (cranelift-module cannot tell): deferred mode would find out only in
+//! [`MergingModule::try_finish`].
+//!
+//! # Later declarations (eager mode)
+//!
+//! A merge is made once, when a function is defined, under the linkages of that moment; a later
+//! `declare_function` of the same name changes a linkage as [`Linkage`]'s merge says (it never
+//! narrows: `local` → `hidden` → `export`, and `local`/`hidden` → `preemptible` →
+//! `export`). Only one change can make a merge unsafe: a function becoming **preemptible**,
+//! since a strong definition elsewhere may then replace it.
+//!
+//! - `f`, the function thunks call: the thunks would run whatever replaces `f`. Refused
+//!   ([`UnsafeDeclaration`]).
+//! - `g`, a thunk, whose calls were compared as calls to `f` (so some body calling `g` was merged
+//!   with, or recorded for, bodies calling `f`): refused. A thunk nobody's comparison relied on
+//!   may become preemptible: whichever `g` runs computes `g`.
+//! - Any other defined function: accepted; it is never again a merge target, and calls to it are
+//!   compared by its own name.
+//!
+//! Every other change (to `hidden` or `export`, from `preemptible` to `export`, an `import`
+//! declaration of a defined function, which leaves its linkage as it is) keeps every merge
+//! safe: a thunk keeps its own symbol and address whatever its visibility. Deferred mode reads
+//! the linkages at [`MergingModule::finish`], after every declaration.
 
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::merge::thunk::write_thunk;
@@ -29,7 +60,8 @@ use cranelift_codegen::ir::{ExternalName, Function, Signature, UserFuncName};
 use cranelift_codegen::{Context, isa};
 use cranelift_entity::EntityRef;
 use cranelift_module::{
-    DataDescription, DataId, FuncId, Linkage, Module, ModuleDeclarations, ModuleReloc, ModuleResult,
+    DataDescription, DataId, FuncId, FuncOrDataId, Linkage, Module, ModuleDeclarations,
+    ModuleError, ModuleReloc, ModuleResult,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
@@ -46,9 +78,60 @@ pub enum FinishError {
         #[source]
         source: Box<cranelift_module::ModuleError>,
     },
-    /// A body could not be merged (it refers to an entity it does not declare).
+    /// The whole-module merge refused the held bodies (not expected: a body it cannot hold is
+    /// defined unmerged).
     #[error(transparent)]
     Merge(#[from] crate::Error),
+}
+
+impl<M> From<FinishFailure<M>> for FinishError {
+    fn from(failure: FinishFailure<M>) -> Self {
+        failure.error
+    }
+}
+
+/// The error of [`MergingModule::try_finish`]: the error, with the inner module handed back.
+pub struct FinishFailure<M> {
+    /// What went wrong.
+    pub error: FinishError,
+    /// The inner module, holding every definition made before the failure.
+    pub module: M,
+    /// The functions defined through the `MergingModule` that the inner module does not hold,
+    /// the failed one included, in definition order. A thunk already defined may call one of
+    /// them.
+    pub undefined: Vec<FuncId>,
+}
+
+impl<M> std::fmt::Debug for FinishFailure<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FinishFailure")
+            .field("error", &self.error)
+            .field("undefined", &self.undefined)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M> std::fmt::Display for FinishFailure<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<M> std::error::Error for FinishFailure<M> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
+
+/// Eager mode's refusal of a declaration that would make a merge already made unsafe (see the
+/// module docs); returned as [`cranelift_module::ModuleError::Backend`].
+#[derive(Debug, thiserror::Error)]
+#[error("{function} cannot become preemptible: {reason}")]
+pub struct UnsafeDeclaration {
+    /// The function's linkage name.
+    pub function: String,
+    /// Which merge depends on it.
+    pub reason: String,
 }
 
 /// A function body held for the merge (deferred mode).
@@ -66,6 +149,9 @@ struct Eager {
     seen: FxHashMap<(u64, Vec<u32>, Vec<FunctionId>), FuncId>,
     /// A function compiled as a thunk, to the function holding its body.
     rep: FxHashMap<FuncId, FuncId>,
+    /// Functions that must never become preemptible: the functions thunks call, and thunks
+    /// whose calls were compared as calls to the function holding their body.
+    pinned: FxHashSet<FuncId>,
     /// Functions defined through this module (their bodies, not bytes).
     defined: usize,
     writer: FingerprintWriter,
@@ -79,12 +165,14 @@ enum Timing {
 /// A [`Module`] that merges equal functions before they reach the inner module `M`.
 ///
 /// Declarations are forwarded to `M` as they come, so ids are `M`'s own. In **deferred** mode
-/// ([`MergingModule::deferred`]) `define_function` only keeps a copy of the body: the
-/// [`Context`] does **not** hold compiled code afterwards, and compilation errors surface in
-/// [`MergingModule::finish`]; the [`ControlPlane`] given to
-/// `define_function_with_control_plane` is kept with the body and used when the body, or the
-/// thunk that replaces it, is compiled at `finish`. In **eager** mode ([`MergingModule::new`]) every function is
-/// compiled at once, as itself or as a thunk, and the context holds what was compiled.
+/// ([`MergingModule::deferred`]) `define_function` checks the body (duplicate, import,
+/// verifier) and keeps a copy of it: the [`Context`] does **not** hold compiled code
+/// afterwards, and other compilation errors surface in [`MergingModule::finish`] (or
+/// [`MergingModule::try_finish`], which hands the inner module back); the [`ControlPlane`]
+/// given to `define_function_with_control_plane` is kept with the body and used when the body,
+/// or the thunk that replaces it, is compiled at `finish`. In **eager** mode
+/// ([`MergingModule::new`]) every function is compiled at once, as itself or as a thunk, and
+/// the context holds what was compiled.
 ///
 /// ```no_run
 /// use cranelift_jit::{JITBuilder, JITModule};
@@ -102,7 +190,8 @@ pub struct MergingModule<M: Module> {
     timing: Timing,
     /// Functions whose address is stored in data (`declare_func_in_data`).
     address_in_data: RefCell<FxHashSet<FuncId>>,
-    /// Functions defined through this module, to refuse a second definition early.
+    /// Functions the inner module accepted a definition of (body or bytes) through this module
+    /// (deferred mode: a held body that passed the checks), to refuse a second definition early.
     defined: FxHashSet<FuncId>,
 }
 
@@ -140,8 +229,17 @@ impl<M: Module> MergingModule<M> {
     }
 
     /// Merges (deferred mode), defines every function in the inner module and hands it back
-    /// with what was merged.
+    /// with what was merged. On failure the inner module is dropped; [`Self::try_finish`]
+    /// hands it back.
     pub fn finish(self) -> Result<(M, MergeReport), FinishError> {
+        self.try_finish().map_err(FinishError::from)
+    }
+
+    /// [`Self::finish`], handing the inner module back on failure. Eager mode never fails;
+    /// deferred mode fails only when the inner module refuses a definition that passed the
+    /// checks made at `define_function` (a compilation error other than the verifier's, a
+    /// function the inner module already held).
+    pub fn try_finish(self) -> Result<(M, MergeReport), FinishFailure<M>> {
         match self.timing {
             Timing::Deferred(held, similar) => {
                 let address_in_data = self.address_in_data.into_inner();
@@ -159,24 +257,135 @@ impl<M: Module> MergingModule<M> {
             .into_owned()
     }
 
-    /// Refuses what the inner module would refuse later: a second definition, or a definition
-    /// of an import.
+    /// Refuses what the inner module would refuse: a definition of an import, a second
+    /// definition. Records nothing: a function is defined once the inner module accepted it.
     // The error is the `Module` trait's own, returned as is.
     #[allow(clippy::result_large_err)]
-    fn check_definable(&mut self, id: FuncId) -> ModuleResult<()> {
+    fn check_definable(&self, id: FuncId) -> ModuleResult<()> {
         let decl = self.inner.declarations().get_function_decl(id);
         if !decl.linkage.is_definable() {
-            return Err(cranelift_module::ModuleError::InvalidImportDefinition(
-                self.linkage_name(id),
-            ));
+            return Err(ModuleError::InvalidImportDefinition(self.linkage_name(id)));
         }
-        if !self.defined.insert(id) {
-            return Err(cranelift_module::ModuleError::DuplicateDefinition(
-                self.linkage_name(id),
-            ));
+        if self.defined.contains(&id) {
+            return Err(ModuleError::DuplicateDefinition(self.linkage_name(id)));
         }
         Ok(())
     }
+
+    /// Refuses a body the inner module's compilation would refuse in its verifier.
+    #[allow(clippy::result_large_err)]
+    fn check_verifies(&self, ctx: &Context) -> ModuleResult<()> {
+        ctx.verify_if(self.inner.isa())
+            .map_err(ModuleError::Compilation)
+    }
+
+    /// Refuses (eager mode) a declaration of `name` with `linkage` that would make preemptible a
+    /// function a merge depends on (see the module docs).
+    #[allow(clippy::result_large_err)]
+    fn check_declaration(&self, name: &str, linkage: Linkage) -> ModuleResult<()> {
+        let Timing::Eager(eager) = &self.timing else {
+            return Ok(());
+        };
+        let Some(FuncOrDataId::Func(id)) = self.inner.get_name(name) else {
+            return Ok(());
+        };
+        let old = self.inner.declarations().get_function_decl(id).linkage;
+        if !becomes_preemptible(old, linkage) || !eager.pinned.contains(&id) {
+            return Ok(());
+        }
+        let reason = if eager.rep.values().any(|&f| f == id) {
+            "thunks merged into it call it"
+        } else {
+            "it is a thunk, and bodies calling it were merged as calling the function it calls"
+        };
+        Err(ModuleError::Backend(
+            UnsafeDeclaration {
+                function: name.to_owned(),
+                reason: reason.to_owned(),
+            }
+            .into(),
+        ))
+    }
+
+    /// Eager mode: defines `func` in the inner module as itself, or as a thunk calling an
+    /// earlier equal function; records it only once the inner module accepted it.
+    #[allow(clippy::result_large_err)]
+    fn define_eagerly(
+        &mut self,
+        func: FuncId,
+        body: Function,
+        ctx: &mut Context,
+        ctrl_plane: &mut ControlPlane,
+    ) -> ModuleResult<()> {
+        let declarations = self.inner.declarations();
+        let own_preemptible = is_preemptible(declarations, func);
+        let Timing::Eager(eager) = &mut self.timing else {
+            unreachable!("eager mode only");
+        };
+        let resolver = EagerResolver {
+            own: user_name(func),
+            rep: &eager.rep,
+            defined: &self.defined,
+            declarations,
+            compared_as_rep: RefCell::default(),
+        };
+        let fingerprint = eager.writer.write(&body, &resolver);
+        let compared_as_rep = resolver.compared_as_rep.into_inner();
+        let key = (
+            compare::hash(&fingerprint),
+            fingerprint.tokens,
+            fingerprint.class_refs,
+        );
+        // A target that became preemptible since it was recorded is no target any more.
+        let target = eager
+            .seen
+            .get(&key)
+            .copied()
+            .filter(|&f| !is_preemptible(declarations, f));
+        let merge_into = target.filter(|_| !own_preemptible);
+        if let Some(f) = merge_into {
+            // The thunk replaces a body the inner module would have verified.
+            self.check_verifies(ctx)?;
+            ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
+        }
+        self.inner
+            .define_function_with_control_plane(func, ctx, ctrl_plane)?;
+
+        // Accepted: record it.
+        let Timing::Eager(eager) = &mut self.timing else {
+            unreachable!("eager mode only");
+        };
+        self.defined.insert(func);
+        eager.defined += 1;
+        let recorded = match merge_into {
+            Some(f) => {
+                eager.rep.insert(func, f);
+                eager.pinned.insert(f);
+                true
+            }
+            None if !own_preemptible => {
+                eager.seen.insert(key, func);
+                true
+            }
+            None => false,
+        };
+        if recorded {
+            // This body's key (or its merge) holds for as long as these thunks stand for the
+            // functions they call.
+            eager.pinned.extend(compared_as_rep);
+        }
+        Ok(())
+    }
+}
+
+fn is_preemptible(declarations: &ModuleDeclarations, id: FuncId) -> bool {
+    declarations.get_function_decl(id).linkage == Linkage::Preemptible
+}
+
+/// Whether a declaration with `new` makes a function declared with `old` preemptible
+/// (cranelift-module's linkage merge: only `local` and `hidden` turn `preemptible`).
+fn becomes_preemptible(old: Linkage, new: Linkage) -> bool {
+    matches!(old, Linkage::Local | Linkage::Hidden) && new == Linkage::Preemptible
 }
 
 /// The name cranelift-module gives function `id` inside bodies.
@@ -250,21 +459,52 @@ fn finish_deferred<M: Module>(
     held: Vec<Held>,
     address_in_data: &FxHashSet<FuncId>,
     similar: Option<&SimilarOptions>,
-) -> Result<(M, MergeReport), FinishError> {
+) -> Result<(M, MergeReport), FinishFailure<M>> {
+    let held_ids: Vec<FuncId> = held.iter().map(|h| h.id).collect();
+    let mut defined = FxHashSet::default();
+    match merge_and_define(&mut inner, held, address_in_data, similar, &mut defined) {
+        Ok(report) => Ok((inner, report)),
+        Err(error) => Err(FinishFailure {
+            error,
+            module: inner,
+            undefined: held_ids
+                .into_iter()
+                .filter(|id| !defined.contains(id))
+                .collect(),
+        }),
+    }
+}
+
+/// Merges the held bodies and defines every function in `inner`, adding each one defined to
+/// `defined`.
+fn merge_and_define<M: Module>(
+    inner: &mut M,
+    held: Vec<Held>,
+    address_in_data: &FxHashSet<FuncId>,
+    similar: Option<&SimilarOptions>,
+    defined: &mut FxHashSet<FuncId>,
+) -> Result<MergeReport, FinishError> {
     let mut cm = ClifModule::new();
     let mut ids = Vec::with_capacity(held.len());
     let mut planes = Vec::with_capacity(held.len());
-    for Held {
-        id,
-        func,
-        ctrl_plane,
-    } in held
-    {
-        let linkage = inner.declarations().get_function_decl(id).linkage;
-        let linkage = symbol_linkage(linkage, address_in_data.contains(&id));
-        cm.define(func, linkage, None).map_err(crate::Error::from)?;
-        ids.push(id);
-        planes.push(ctrl_plane);
+    let mut unmerged = Vec::new();
+    for held in held {
+        // A body naming something it never declares (legal while unused: the inner module
+        // compiles it) cannot be compared: it goes to the inner module as it is.
+        if crate::references::undeclared_reference(&held.func).is_some() {
+            unmerged.push(held);
+            continue;
+        }
+        let linkage = inner.declarations().get_function_decl(held.id).linkage;
+        let linkage = symbol_linkage(linkage, address_in_data.contains(&held.id));
+        cm.define(held.func, linkage, None)
+            .map_err(crate::Error::from)?;
+        ids.push(held.id);
+        planes.push(held.ctrl_plane);
+    }
+    for mut held in unmerged {
+        define_in(inner, held.id, held.func, &mut held.ctrl_plane)?;
+        defined.insert(held.id);
     }
     let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
     let stand_ins = similar_stand_ins(&cm, &report);
@@ -307,7 +547,8 @@ fn finish_deferred<M: Module>(
             rename_callees(&mut func, &renames);
             func
         };
-        define_in(&mut inner, id, func, &mut planes[i])?;
+        define_in(inner, id, func, &mut planes[i])?;
+        defined.insert(id);
     }
     for (fid, new_id) in copies {
         let mut func = match stand_ins.get(&fid) {
@@ -317,9 +558,9 @@ fn finish_deferred<M: Module>(
         func.name = UserFuncName::user(0, new_id.as_u32());
         rename_callees(&mut func, &renames);
         // A private copy is the merge's own function: no caller gave a plane for it.
-        define_in(&mut inner, new_id, func, &mut ControlPlane::default())?;
+        define_in(inner, new_id, func, &mut ControlPlane::default())?;
     }
-    Ok((inner, report))
+    Ok(report)
 }
 
 /// A thunk for every member a similar merge removed, calling its shared body with its values:
@@ -357,6 +598,9 @@ struct EagerResolver<'a> {
     own: FuncName,
     rep: &'a FxHashMap<FuncId, FuncId>,
     defined: &'a FxHashSet<FuncId>,
+    declarations: &'a ModuleDeclarations,
+    /// Thunks whose calls were compared as calls to the function holding their body.
+    compared_as_rep: RefCell<Vec<FuncId>>,
 }
 
 /// The sentinel class of the function being compared (no `FuncId` this large is ever given).
@@ -373,7 +617,14 @@ impl Resolver for EagerResolver<'_> {
         }
         match func_id_of(&name) {
             Some(id) if self.defined.contains(&id) => {
-                let rep = self.rep.get(&id).copied().unwrap_or(id);
+                // A preemptible thunk may be replaced: a call to it is a call to it.
+                let rep = match self.rep.get(&id) {
+                    Some(&rep) if !is_preemptible(self.declarations, id) => {
+                        self.compared_as_rep.borrow_mut().push(id);
+                        rep
+                    }
+                    _ => id,
+                };
                 NameKey::Class(FunctionId::from_u32(rep.as_u32()))
             }
             _ => NameKey::Identity,
@@ -462,6 +713,7 @@ impl<M: Module> Module for MergingModule<M> {
         linkage: Linkage,
         signature: &Signature,
     ) -> ModuleResult<FuncId> {
+        self.check_declaration(name, linkage)?;
         self.inner.declare_function(name, linkage, signature)
     }
 
@@ -525,50 +777,20 @@ impl<M: Module> Module for MergingModule<M> {
         self.check_definable(func)?;
         let mut body = ctx.func.clone();
         body.name = UserFuncName::user(0, func.as_u32());
-        match &mut self.timing {
-            Timing::Deferred(held, _) => {
-                held.push(Held {
-                    id: func,
-                    func: body,
-                    ctrl_plane: ctrl_plane.clone(),
-                });
-                Ok(())
-            }
-            Timing::Eager(eager) => {
-                let preemptible = |m: &M, id: FuncId| {
-                    m.declarations().get_function_decl(id).linkage == Linkage::Preemptible
-                };
-                eager.defined += 1;
-                let own_preemptible = preemptible(&self.inner, func);
-                let fingerprint = {
-                    let resolver = EagerResolver {
-                        own: user_name(func),
-                        rep: &eager.rep,
-                        defined: &self.defined,
-                    };
-                    eager.writer.write(&body, &resolver)
-                };
-                let key = (
-                    compare::hash(&fingerprint),
-                    fingerprint.tokens,
-                    fingerprint.class_refs,
-                );
-                let earlier = eager.seen.get(&key).copied();
-                match earlier {
-                    Some(f) if !own_preemptible && !preemptible(&self.inner, f) => {
-                        ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
-                        eager.rep.insert(func, f);
-                    }
-                    _ => {
-                        if !own_preemptible {
-                            eager.seen.entry(key).or_insert(func);
-                        }
-                    }
-                }
-                self.inner
-                    .define_function_with_control_plane(func, ctx, ctrl_plane)
-            }
+        if !matches!(self.timing, Timing::Deferred(..)) {
+            return self.define_eagerly(func, body, ctx, ctrl_plane);
         }
+        // Deferred: refuse now what the inner module's compiler would refuse at `finish`.
+        self.check_verifies(ctx)?;
+        if let Timing::Deferred(held, _) = &mut self.timing {
+            held.push(Held {
+                id: func,
+                func: body,
+                ctrl_plane: ctrl_plane.clone(),
+            });
+        }
+        self.defined.insert(func);
+        Ok(())
     }
 
     fn define_function_bytes(
@@ -578,8 +800,11 @@ impl<M: Module> Module for MergingModule<M> {
         bytes: &[u8],
         relocs: &[ModuleReloc],
     ) -> ModuleResult<()> {
+        self.check_definable(func_id)?;
         self.inner
-            .define_function_bytes(func_id, alignment, bytes, relocs)
+            .define_function_bytes(func_id, alignment, bytes, relocs)?;
+        self.defined.insert(func_id);
+        Ok(())
     }
 
     fn define_data(&mut self, data_id: DataId, data: &DataDescription) -> ModuleResult<()> {

@@ -600,3 +600,174 @@ fn eager_mutually_recursive_pairs_compute() {
         assert_eq!((call(&jit, even1, x), call(&jit, odd1, x)), (even, odd));
     }
 }
+
+/// Links `object` with the C `driver` by the host's `cc`, runs the program and returns what it
+/// printed; None (with a note) when there is no `cc`.
+fn link_and_run(object: &[u8], driver: &str) -> Option<String> {
+    let has_cc = std::process::Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_cc {
+        assert!(std::env::var_os("CI").is_none(), "CI needs cc");
+        eprintln!("note: skipping: cc is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("driver.c"), driver).unwrap();
+    std::fs::write(dir.path().join("merged.o"), object).unwrap();
+    let exe = dir.path().join("program");
+    let status = std::process::Command::new("cc")
+        .arg(dir.path().join("driver.c"))
+        .arg(dir.path().join("merged.o"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = std::process::Command::new(&exe).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+fn eager_object() -> MergingModule<ObjectModule> {
+    let builder = ObjectBuilder::new(host_isa(), "merged", default_libcall_names()).unwrap();
+    MergingModule::new(ObjectModule::new(builder))
+}
+
+fn emit(module: MergingModule<ObjectModule>) -> Vec<u8> {
+    let (object_module, _) = module.finish().unwrap();
+    object_module.finish().emit().unwrap()
+}
+
+/// `merged` became a thunk calling the local `target`; making `target` preemptible afterwards
+/// would let a strong `target` elsewhere replace `merged`'s body too. The declaration is refused
+/// and, linked with such a `target`, `merged` still computes its own body.
+#[test]
+fn eager_merge_target_cannot_become_preemptible() {
+    let mut module = eager_object();
+    let target = declare(&mut module, "target", Linkage::Local);
+    let merged = declare(&mut module, "merged", Linkage::Export);
+    mul3(&mut module, target);
+    mul3(&mut module, merged);
+    let sig = module
+        .declarations()
+        .get_function_decl(target)
+        .signature
+        .clone();
+    let redeclared = module.declare_function("target", Linkage::Preemptible, &sig);
+    assert!(redeclared.is_err(), "{redeclared:?}");
+    let driver = r#"
+#include <stdio.h>
+int target(int x) { return -1; }
+extern int merged(int);
+int main(void) { printf("%d\n", merged(4)); return 0; }
+"#;
+    if let Some(out) = link_and_run(&emit(module), driver) {
+        assert_eq!(out, "13\n");
+    }
+}
+
+/// `via_twin` calls `twin`, a thunk calling `target`, and was compared as calling `target`, so
+/// `via_target` became a thunk calling `via_twin`. Making `twin` preemptible afterwards would
+/// let a strong `twin` elsewhere change `via_target`: the declaration is refused.
+#[test]
+fn eager_thunk_compared_as_its_target_cannot_become_preemptible() {
+    let mut module = eager_object();
+    let target = declare(&mut module, "target", Linkage::Local);
+    let twin = declare(&mut module, "twin", Linkage::Local);
+    let via_twin = declare(&mut module, "via_twin", Linkage::Export);
+    let via_target = declare(&mut module, "via_target", Linkage::Export);
+    mul3(&mut module, target);
+    mul3(&mut module, twin);
+    caller(&mut module, via_twin, twin);
+    caller(&mut module, via_target, target);
+    let sig = module
+        .declarations()
+        .get_function_decl(twin)
+        .signature
+        .clone();
+    let redeclared = module.declare_function("twin", Linkage::Preemptible, &sig);
+    assert!(redeclared.is_err(), "{redeclared:?}");
+    let driver = r#"
+#include <stdio.h>
+int twin(int x) { return -1; }
+extern int via_twin(int), via_target(int);
+int main(void) { printf("%d %d\n", via_twin(4), via_target(4)); return 0; }
+"#;
+    if let Some(out) = link_and_run(&emit(module), driver) {
+        assert_eq!(out, "18 18\n");
+    }
+}
+
+/// The inner module already defines `f` (cranelift-module cannot tell), so `finish` fails on
+/// it; `try_finish` hands the inner module back with what it did define and what it did not.
+#[test]
+fn deferred_try_finish_hands_the_module_back_after_a_failure() {
+    let mut inner = jit();
+    let f = declare(&mut inner, "f", Linkage::Export);
+    mul3(&mut inner, f);
+    let mut module = MergingModule::deferred(inner);
+    let g = declare(&mut module, "g", Linkage::Export);
+    mul_k(&mut module, g, 5);
+    mul_k(&mut module, f, 7);
+    let failure = match module.try_finish() {
+        Ok(_) => panic!("f is defined twice"),
+        Err(failure) => failure,
+    };
+    assert!(
+        matches!(failure.error, clif_merge::merging_module::FinishError::Define { ref function, .. } if function == "f"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(failure.undefined, [f]);
+    assert_eq!(failure.to_string(), failure.error.to_string());
+    let mut jit = failure.module;
+    jit.finalize_definitions().unwrap();
+    assert_eq!(call(&jit, f, 4), 13, "the inner module's own f");
+    assert_eq!(call(&jit, g, 4), 21);
+}
+
+/// `finish`'s error goes through `?` into a boxed error (and anyhow) and keeps its message.
+#[test]
+fn finish_error_goes_through_the_question_mark() {
+    fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let mut inner = jit();
+        let f = declare(&mut inner, "f", Linkage::Export);
+        mul3(&mut inner, f);
+        let mut module = MergingModule::deferred(inner);
+        mul3(&mut module, f);
+        module.finish()?;
+        Ok(())
+    }
+    let error = run().unwrap_err();
+    assert!(error.to_string().contains("defining f"), "{error}");
+}
+
+/// A body with a global value naming a user name it never declared, unused: a plain module
+/// compiles it; the whole-module merge cannot hold it, so deferred mode defines it as it is,
+/// unmerged, instead of failing at `finish`.
+#[test]
+fn deferred_body_the_merge_cannot_hold_is_defined_unmerged() {
+    use cranelift_codegen::ir::{ExternalName, GlobalValueData, UserExternalNameRef};
+    use cranelift_entity::EntityRef;
+    let mut module = MergingModule::deferred(jit());
+    let odd = declare(&mut module, "odd", Linkage::Export);
+    let twin = declare(&mut module, "twin", Linkage::Export);
+    define(&mut module, odd, |b, _, x| {
+        b.func.create_global_value(GlobalValueData::Symbol {
+            name: ExternalName::User(UserExternalNameRef::new(9)),
+            offset: 0.into(),
+            colocated: false,
+            tls: false,
+        });
+        let t = b.ins().imul_imm_s(x, 3);
+        b.ins().iadd_imm_s(t, 1)
+    });
+    mul3(&mut module, twin);
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    assert_eq!(report.merged, 0, "{report:?}");
+    assert_eq!(call(&jit, odd, 4), 13);
+    assert_eq!(call(&jit, twin, 4), 13);
+}
