@@ -51,6 +51,7 @@
 //! the linkages at [`MergingModule::finish`], after every declaration.
 
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
+use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::write_thunk;
 use crate::merge::{Action, MergeReport, MergedClass, Mode, Replacement, merge_module_with};
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
@@ -342,7 +343,8 @@ impl<M: Module> MergingModule<M> {
             .get(&key)
             .copied()
             .filter(|&f| !is_preemptible(declarations, f));
-        let merge_into = target.filter(|_| !own_preemptible);
+        // A body that reads its own frame would see the thunk's (`crate::merge::frame`).
+        let merge_into = target.filter(|_| !own_preemptible && !reads_own_frame(&body));
         if let Some(f) = merge_into {
             // The thunk replaces a body the inner module would have verified.
             self.check_verifies(ctx)?;
@@ -540,8 +542,20 @@ fn merge_and_define<M: Module>(
             let kept = report
                 .kept_for(fid)
                 .expect("a merged-away function's body is in another function");
-            let kept = renames.get(kept).unwrap_or(kept);
-            write_thunk(&user_name(id), &cm.function(fid).func.signature, kept)
+            match cm.resolve(kept).map(|k| &cm.function(k).func) {
+                // Removed, so only the embedder reaches it (by its id): a copy of the body, not a
+                // thunk, for a body that reads its own frame (`crate::merge::frame`).
+                Some(body) if reads_own_frame(body) => {
+                    let mut func = body.clone();
+                    func.name = UserFuncName::user(0, id.as_u32());
+                    rename_callees(&mut func, &renames);
+                    func
+                }
+                _ => {
+                    let kept = renames.get(kept).unwrap_or(kept);
+                    write_thunk(&user_name(id), &cm.function(fid).func.signature, kept)
+                }
+            }
         } else {
             let mut func = cm.function(fid).func.clone();
             rename_callees(&mut func, &renames);

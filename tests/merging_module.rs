@@ -771,3 +771,71 @@ fn deferred_body_the_merge_cannot_hold_is_defined_unmerged() {
     assert_eq!(call(&jit, odd, 4), 13);
     assert_eq!(call(&jit, twin, 4), 13);
 }
+
+/// A host JIT whose functions may read their frame (`get_return_address` needs frame pointers).
+fn jit_with_frame_pointers() -> JITModule {
+    let mut flags = settings::builder();
+    flags.set("preserve_frame_pointers", "true").unwrap();
+    let isa = cranelift_native::builder()
+        .expect("a host Cranelift supports")
+        .finish(settings::Flags::new(flags))
+        .expect("the host ISA");
+    JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()))
+}
+
+/// Declares and defines `name() -> i64` returning its own return address.
+fn return_address(module: &mut impl Module, name: &str, linkage: Linkage) -> FuncId {
+    let mut sig = module.make_signature();
+    sig.returns.push(AbiParam::new(types::I64));
+    let id = module.declare_function(name, linkage, &sig).unwrap();
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let config = module.target_config();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let ra = b.ins().get_return_address(types::I64);
+    b.ins().return_(&[ra]);
+    b.finalize(config);
+    module.define_function(id, &mut ctx).unwrap();
+    id
+}
+
+/// Calls `ptr` as `fn() -> u64` from one call instruction for every function, so that each
+/// sees the same return address.
+#[inline(never)]
+fn call_from_one_place(ptr: *const u8) -> u64 {
+    // SAFETY: `ptr` is a finalized JIT function of signature `() -> i64`, host convention.
+    let f: extern "C" fn() -> u64 = unsafe { std::mem::transmute(ptr) };
+    std::hint::black_box(f())
+}
+
+#[test]
+fn functions_reading_their_return_address_see_their_callers_after_a_merge() {
+    for deferred in [false, true] {
+        let inner = jit_with_frame_pointers();
+        let mut module = if deferred {
+            MergingModule::deferred(inner)
+        } else {
+            MergingModule::new(inner)
+        };
+        let ids = [
+            return_address(&mut module, "ra_f", Linkage::Export),
+            return_address(&mut module, "ra_g", Linkage::Export),
+            return_address(&mut module, "ra_h", Linkage::Local),
+        ];
+        let (mut jit, _report) = module.finish().unwrap();
+        jit.finalize_definitions().unwrap();
+        let seen: Vec<u64> = ids
+            .iter()
+            .map(|&id| call_from_one_place(jit.get_finalized_function(id)))
+            .collect();
+        assert!(
+            seen.iter().all(|&ra| ra == seen[0]),
+            "deferred {deferred}: return addresses {seen:x?} (a thunk's frame came between)"
+        );
+    }
+}
