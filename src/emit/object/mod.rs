@@ -175,6 +175,9 @@ pub fn write_object(
         let declared = |s: u32| ids[s as usize].is_some();
         bytes = addrsig::add_addrsig(&mut object, &bytes, module, &refs, &slots, declared)?;
     }
+    if linkonce && !macho {
+        linkonce::put_relocations_in_groups(&mut bytes)?;
+    }
     Ok(ObjectOutput {
         report: ObjectReport {
             target: options.target.to_string(),
