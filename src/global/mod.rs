@@ -56,5 +56,7 @@ pub mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name};
+pub use apply::{
+    GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name, shared_symbol,
+};
 pub use summary::{ParamRecord, SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

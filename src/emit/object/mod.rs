@@ -125,7 +125,7 @@ pub fn write_object(
         }
     };
     // Phases 1 to 3.
-    let slots = slots::Slots::new(module);
+    let slots = slots::Slots::new(module, &target::build_identity(&*isa));
     let refs = ModuleRefs::of(module);
     let mut code = code::compile_all(module, &slots, &*isa)?;
     let folded = if options.fold_machine_code {
