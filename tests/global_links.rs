@@ -400,6 +400,10 @@ fn sweep(tc: &Toolchain, linkers: &[&str], program: &Program, aarch64: bool, swe
                     .push(format!("{context}: unit {k}: {defect}"));
             }
         }
+        let shared = shared_across_builds(&build, &objects);
+        sweep
+            .failures
+            .extend(shared.into_iter().map(|s| format!("{context}: {s}")));
         let paths: Vec<PathBuf> = objects
             .iter()
             .enumerate()
@@ -447,6 +451,37 @@ fn sweep(tc: &Toolchain, linkers: &[&str], program: &Program, aarch64: bool, swe
             }
         }
     }
+}
+
+/// Shared bodies that units compiled with other settings define under one symbol (a CPU
+/// preset's code is the same behaviour on a CPU that has its features, so only the names can
+/// show it): each as "units K and L both define NAME".
+fn shared_across_builds(build: &Build, objects: &[Vec<u8>]) -> Vec<String> {
+    use object::{Object as _, ObjectSymbol as _};
+    let shared: Vec<HashSet<String>> = objects
+        .iter()
+        .map(|bytes| {
+            let file = object::File::parse(&**bytes).unwrap();
+            file.symbols()
+                .filter(|s| s.is_definition())
+                .map(|s| s.name().unwrap().to_string())
+                .filter(|n| n.starts_with("clifmerge_"))
+                .collect()
+        })
+        .collect();
+    let mut found = Vec::new();
+    for k in 0..objects.len() {
+        for l in k + 1..objects.len() {
+            if build.units[k].1 == build.units[l].1 {
+                continue;
+            }
+            for name in shared[k].intersection(&shared[l]) {
+                found.push(format!("units {k} and {l} both define {name}"));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 fn hash_bytes(bytes: &[u8]) -> u64 {

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdio.h>
 int64_t ext_scale(int64_t x) { return x * 5 + 1; }
-extern int64_t mix_a(int64_t), mix_b(int64_t), mix_c(int64_t);
-extern int64_t wide_a(int64_t, int64_t), wide_c(int64_t, int64_t);
+extern int64_t mix_a(int64_t), mix_c(int64_t);
+extern int64_t wide_a(int64_t, int64_t), wide_b(int64_t, int64_t), wide_c(int64_t, int64_t);
 extern int64_t nan_a(int64_t, int64_t), nan_b(int64_t, int64_t), nan_c(int64_t, int64_t);
 int main(void) {
     uint64_t x = 0x9e3779b97f4a7c15u;
@@ -12,7 +12,7 @@ int main(void) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         int64_t v = (int64_t) x;
         printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", mix_a(v),
-               mix_b(v), mix_c(v), wide_a(v, i), wide_c(v, -i));
+               mix_c(v), wide_a(v, i), wide_b(v, 7), wide_c(v, -i));
     }
     /* A quiet NaN with a payload, and an ordinary number: the payload shows whether NaNs are
        canonicalized. */
