@@ -598,7 +598,7 @@ fn every_generated_program_links_right_in_every_order() {
             continue;
         };
         let mut result = Sweep::default();
-        for (seed, functions, n) in [("11", 150, 3), ("12", 150, 4), ("13", 400, 4)] {
+        for (seed, functions, n) in [("11", 120, 3), ("12", 80, 4), ("13", 200, 4)] {
             let program = generated_program(&genmod, dir.path(), seed, functions, n);
             sweep(&tc, &linkers, &program, aarch64, &mut result);
         }

@@ -12,8 +12,11 @@
 //!   `MH_SUBSECTIONS_VIA_SYMBOLS` (cranelift-object sets it) the linker coalesces weak
 //!   definitions of one name and keeps one.
 //!
-//! This is sound only because such a function is named after its full content (see
-//! [`crate::global`]): copies with one name are copies of one function.
+//! This is sound only because copies with one symbol are copies of one function: a shared body
+//! is named after its full content and its symbol after the build too (see [`crate::global`]);
+//! a user's `linkonce` function is the user's promise (as C++'s inline functions are). An alias
+//! of a `linkonce` function, which would be a second symbol in its group, is refused when the
+//! module is read.
 
 use super::error::ObjectError;
 use crate::module::{ClifModule, SymbolLinkage};
