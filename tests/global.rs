@@ -15,6 +15,8 @@ use std::process::Command;
 
 #[path = "common/cdriver.rs"]
 mod cdriver;
+#[path = "common/edit.rs"]
+mod edit;
 #[path = "common/genmod.rs"]
 mod genmod;
 #[path = "common/link.rs"]
@@ -226,37 +228,6 @@ fn linked_units_behave_as_the_unmerged_program_aarch64() {
     link_and_run_program(true);
 }
 
-/// `unit` after an edit: every third integer constant of four or more digits is one larger
-/// (genmod's mixing constants; the small ones bound its loops and recursions).
-fn changed(unit: &ClifModule) -> ClifModule {
-    use cranelift_codegen::ir::{InstructionData, Opcode, immediates::Imm64};
-    let mut changed = ClifModule::new();
-    let mut seen = 0;
-    for mf in unit.functions() {
-        let mut func = mf.func.clone();
-        let insts: Vec<_> = func
-            .layout
-            .blocks()
-            .flat_map(|b| func.layout.block_insts(b))
-            .collect();
-        for inst in insts {
-            if let InstructionData::UnaryImm {
-                opcode: Opcode::Iconst,
-                imm,
-            } = &mut func.dfg.insts[inst]
-                && imm.bits().unsigned_abs() >= 1000
-            {
-                seen += 1;
-                if seen % 3 == 0 {
-                    *imm = Imm64::new(imm.bits().wrapping_add(1));
-                }
-            }
-        }
-        changed.define(func, mf.linkage, None).unwrap();
-    }
-    changed
-}
-
 /// Generated programs (genmod: planted duplicates, near-duplicates, callers, recursion) split
 /// into units and linked with a driver that calls every function: round 2 in every mode, exact
 /// and with `--similar`, prints what the unmerged units print; so does the program after one
@@ -292,7 +263,7 @@ fn generated_programs_behave_as_their_unmerged_builds() {
         let units = split::split_units(&module, n);
         let summary = summary_of(&units);
         let mut stale_units = units.clone();
-        stale_units[1] = changed(&units[1]);
+        stale_units[1] = edit::bump_constants(&units[1], 3);
         let run = |label: &str, objects: &[Vec<u8>]| {
             link_and_run_driver(&tc, dir.path(), label, &driver, objects).0
         };

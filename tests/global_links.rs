@@ -17,6 +17,8 @@
 
 #[path = "common/cdriver.rs"]
 mod cdriver;
+#[path = "common/edit.rs"]
+mod edit;
 #[path = "common/genmod.rs"]
 mod genmod;
 #[path = "common/link.rs"]
@@ -154,7 +156,7 @@ fn generated_program(genmod: &Path, dir: &Path, seed: &str, functions: usize, n:
     let (clif, _, _) = genmod::generate(genmod, dir, &args);
     let module = with_twins(&read_unit(&clif), 1);
     let units = split::split_units(&module, n);
-    let changed = split::split_units(&changed_constants(&module), n).swap_remove(1);
+    let changed = split::split_units(&edit::bump_constants(&module, 5), n).swap_remove(1);
     Program {
         name: format!("genmod seed {seed}, {functions} functions, {n} units"),
         driver: cdriver::driver_for(&module),
@@ -162,42 +164,6 @@ fn generated_program(genmod: &Path, dir: &Path, seed: &str, functions: usize, n:
         changed: Some((1, changed)),
         global: true,
     }
-}
-
-/// `module` after an edit: every fifth `i64` constant of four or more digits is one larger.
-fn changed_constants(module: &ClifModule) -> ClifModule {
-    use cranelift_codegen::ir::{InstructionData, Opcode, immediates::Imm64, types::I64};
-    let mut changed = ClifModule::new();
-    let mut seen = 0;
-    for mf in module.functions() {
-        let mut func = mf.func.clone();
-        let insts: Vec<_> = func
-            .layout
-            .blocks()
-            .flat_map(|b| func.layout.block_insts(b))
-            .collect();
-        for inst in insts {
-            // Only 64-bit constants: one more than a narrower one's largest value is no value.
-            let results = func.dfg.inst_results(inst);
-            let wide = results
-                .first()
-                .is_some_and(|&r| func.dfg.value_type(r) == I64);
-            if let InstructionData::UnaryImm {
-                opcode: Opcode::Iconst,
-                imm,
-            } = &mut func.dfg.insts[inst]
-                && wide
-                && imm.bits().unsigned_abs() >= 1000
-            {
-                seen += 1;
-                if seen % 5 == 0 {
-                    *imm = Imm64::new(imm.bits().wrapping_add(1));
-                }
-            }
-        }
-        changed.define(func, mf.linkage, None).unwrap();
-    }
-    changed
 }
 
 /// One way to build a program's units.
