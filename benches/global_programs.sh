@@ -12,14 +12,18 @@
 # program (`cc`, no ICF) must print what the unmerged units print. Then a changed unit 1 (a
 # third of its large integer constants bumped) is rebuilt against the *old* summary, and the
 # program must print what the changed unmerged units print. With AARCH64=1 the same on aarch64
-# (`aarch64-linux-gnu-gcc`, `qemu-aarch64`), `--mode aliases` and `safe`. Exit 1 on any
-# difference. Writes only under target/global-programs/.
+# (`aarch64-linux-gnu-gcc`, `qemu-aarch64`), `--mode aliases` and `safe`. Each merged program is
+# linked with every linker of LINKERS (default: bfd gold lld), with and without --gc-sections,
+# and with its units in every rotation of their order (each unit once first: the first copy of
+# a COMDAT group is the one a linker keeps); ORDERS=one links them in one order only. Exit 1
+# on any difference. Writes only under target/global-programs/.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/target/release/clif-merge"
-split="$root/target/release/examples/split_units"
-unmerged="$root/target/release/examples/compile_unmerged"
+profile=${PROFILE:-release}   # PROFILE=debug: the debug builds (cargo build --examples)
+bin="$root/target/$profile/clif-merge"
+split="$root/target/$profile/examples/split_units"
+unmerged="$root/target/$profile/examples/compile_unmerged"
 genmod="$root/../shared/tools/genmod.py"
 work="$root/target/global-programs"
 funcs=${FUNCS:-2500}
@@ -84,16 +88,39 @@ open(sys.argv[2], 'w').write(re.sub(r'(iconst\.i64 )(-?\d{4,})\b', bump, text))
 PY
 }
 
+read -r -a linkers <<< "${LINKERS:-bfd gold lld}"
+# A cross compiler looks for ld.lld among its own tools only: -B a folder that has it.
+mkdir -p "$work/lld-bin"
+ln -sf "$(command -v ld.lld || echo /usr/bin/ld.lld)" "$work/lld-bin/ld.lld"
+
 failed=0
+links=0
 check() { # TAG EXPECTED.out CC RUN... -- OBJECTS
     local tag=$1 expected=$2 cc=$3; shift 3
     local run=(); while [ "$1" != -- ]; do run+=("$1"); shift; done; shift
-    $cc -no-pie "driver-$cc.o" "$@" -o "$tag.exe"
-    "${run[@]}" "./$tag.exe" > "$tag.out" || echo "$tag: exit $?" >> "$tag.out"
-    if ! cmp -s "$expected" "$tag.out"; then
-        echo "seed $seed: $tag prints other than $expected" >&2
-        failed=1
-    fi
+    local objects=("$@") n=$# first
+    local firsts; firsts=$(seq 0 $((n - 1))); [ "${ORDERS:-rotations}" = one ] && firsts=0
+    for first in $firsts; do
+        local order=("${objects[@]:first}" "${objects[@]:0:first}")
+        for ld in "${linkers[@]}"; do
+            for gc in "" -Wl,--gc-sections; do
+                local flags=(-fuse-ld="$ld" $gc)
+                [ "$ld" = lld ] && [ "$cc" != cc ] && flags+=(-B "$work/lld-bin")
+                local what="$tag, ld.$ld${gc:+ --gc-sections}, unit $first first"
+                links=$((links + 1))
+                if ! $cc -no-pie "${flags[@]}" "driver-$cc.o" "${order[@]}" -o "$tag.exe" 2> "$tag.link"; then
+                    echo "seed $seed: $what: the link fails: $(head -c 300 "$tag.link")" >&2
+                    failed=1
+                    continue
+                fi
+                "${run[@]}" "./$tag.exe" > "$tag.out" || echo "$tag: exit $?" >> "$tag.out"
+                if ! cmp -s "$expected" "$tag.out"; then
+                    echo "seed $seed: $what prints other than $expected" >&2
+                    failed=1
+                fi
+            done
+        done
+    done
 }
 
 for seed in "${seeds[@]}"; do
@@ -147,5 +174,5 @@ for seed in "${seeds[@]}"; do
     done
     echo "seed $seed: $n units, $(wc -l < x86_64-unmerged-same.out) functions called, $(size -A x86_64-unmerged-same.exe | awk '/^\.text/ {print $2}') B of .text unmerged, $(size -A x86_64-same-aliases.exe | awk '/^\.text/ {print $2}') merged (aliases)"
 done
-[ "$failed" = 0 ] && echo "every program printed what its unmerged build prints"
+[ "$failed" = 0 ] && echo "every program printed what its unmerged build prints ($links links)"
 exit "$failed"

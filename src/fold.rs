@@ -11,7 +11,7 @@
 use crate::compare::{Fingerprint, hash};
 use crate::merge::Mode;
 use crate::merge::policy::{Action, AllPreemptible, MemberFacts, decide_class};
-use crate::module::{ClifModule, FunctionId};
+use crate::module::{ClifModule, FunctionId, SymbolLinkage};
 use crate::partition;
 use crate::refs::ModuleRefs;
 use cranelift_codegen::binemit::Reloc;
@@ -67,7 +67,8 @@ pub struct Fold {
 
 /// What folds in `module` (already merged; `refs` are its references), given the code of every
 /// function (`None`: not compiled, e.g. a jump thunk, which is already minimal). Preemptible
-/// functions take part; only references *to* them compare by identity.
+/// functions take part; only references *to* them compare by identity. `linkonce` functions,
+/// each alone in the COMDAT group the linker may discard, take no part.
 pub fn fold(
     module: &ClifModule,
     refs: &ModuleRefs,
@@ -77,17 +78,22 @@ pub fn fold(
     let foldable = |f: FunctionId| {
         !module.function(f).linkage.is_preemptible() && code.get(f).is_some_and(Option::is_some)
     };
+    // A function the linker may discard with its COMDAT group (`linkonce`) is defined in its
+    // group and nowhere else, and nothing else is defined there: folding it into another
+    // section, or another function into its section, would make a symbol that vanishes when
+    // the linker keeps another unit's copy of one group and not of the other.
+    let in_own_group = |f: FunctionId| module.function(f).linkage == SymbolLinkage::LinkOnce;
     let fingerprints: PrimaryMap<FunctionId, Fingerprint> = code
         .iter()
         .map(|(f, c)| match c {
-            Some(c) => machine_code_fingerprint(c, |r, target| {
+            Some(c) if !in_own_group(f) => machine_code_fingerprint(c, |r, target| {
                 // A call goes to the callee's class; any other reference to a function is its
                 // address, which is identity unless merged functions share addresses.
                 let by_class = mode == Mode::Aliases || is_direct_call(r.kind);
                 by_class && foldable(target)
             }),
             // Not a candidate: alone in its class.
-            None => Fingerprint::unique(f.as_u32()),
+            _ => Fingerprint::unique(f.as_u32()),
         })
         .collect();
     let hashes: PrimaryMap<FunctionId, u64> = fingerprints.values().map(hash).collect();

@@ -11,12 +11,21 @@ use clif_merge::pipeline::{self, PipelineOptions};
 use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, read_files, read_module_text};
 use object::{Object as _, ObjectComdat as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
+#[path = "common/cdriver.rs"]
+mod cdriver;
+#[path = "common/edit.rs"]
+mod edit;
 #[path = "common/genmod.rs"]
 mod genmod;
+#[path = "common/link.rs"]
+mod link;
 #[path = "common/split.rs"]
 mod split;
+
+use cdriver::driver_for;
+use link::{Toolchain, run_ok, tool_exists, toolchain};
 
 const UNITS: usize = 3;
 
@@ -89,82 +98,7 @@ fn build_unmerged(unit: &ClifModule, triple: &str) -> Vec<u8> {
         .bytes
 }
 
-const DRIVER: &str = r#"
-#include <inttypes.h>
-#include <stdint.h>
-#include <stdio.h>
-typedef int64_t (*fn)(int64_t);
-#define F(name) extern int64_t name(int64_t);
-F(mix_a) F(mix_a2) F(mix_b) F(mix_c) F(fact_a) F(fact_b) F(even_a) F(even_b) F(odd_a) F(odd_b)
-F(addr_a) F(addr_b) F(pre_a) F(pre_b) F(caller_c) F(use_helper_a) F(use_helper_b)
-F(scale_a) F(scale_b) F(sum_b) F(sum_c)
-extern int64_t addr_of_a(void);
-extern int64_t addr_of_b(void);
-int main(void) {
-    fn fns[] = {mix_a, mix_a2, mix_b, mix_c, fact_a, fact_b, even_a, even_b, odd_a, odd_b,
-                addr_a, addr_b, pre_a, pre_b, caller_c, use_helper_a, use_helper_b,
-                scale_a, scale_b, sum_b, sum_c};
-    uint64_t x = 0x9e3779b97f4a7c15u;
-    for (int i = 0; i < 200; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        for (unsigned f = 0; f < sizeof fns / sizeof fns[0]; f++)
-            printf("%u %" PRId64 "\n", f, fns[f]((int64_t) (x >> (i % 50))));
-    }
-    printf("addr_a %d\n", addr_of_a() == (int64_t) (intptr_t) addr_a);
-    printf("addr_b %d\n", addr_of_b() == (int64_t) (intptr_t) addr_b);
-    printf("addr_a != addr_b %d\n", addr_of_a() != addr_of_b());
-    return 0;
-}
-"#;
-
-/// A C compiler and a way to run what it links.
-struct Toolchain {
-    cc: &'static str,
-    runner: Vec<&'static str>,
-}
-
-fn tool_exists(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The toolchain for `arch`; under CI (`CI` set) a missing tool fails the test.
-fn toolchain(aarch64: bool) -> Option<Toolchain> {
-    let (cc, runner) = if aarch64 {
-        (
-            "aarch64-linux-gnu-gcc",
-            vec!["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
-        )
-    } else {
-        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
-            return None;
-        }
-        ("cc", Vec::new())
-    };
-    let tools: Vec<&str> = std::iter::once(cc).chain(runner.first().copied()).collect();
-    if let Some(missing) = tools.iter().find(|t| !tool_exists(t)) {
-        assert!(std::env::var_os("CI").is_none(), "CI needs {missing}");
-        eprintln!("note: skipping: {missing} is not installed");
-        return None;
-    }
-    Some(Toolchain { cc, runner })
-}
-
-fn run_ok(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+const DRIVER: &str = include_str!("data/global/driver.c");
 
 /// Links the driver with the objects (a plain link: `cc`, no ICF) and runs the program; returns
 /// its output and the executable's bytes.
@@ -294,99 +228,6 @@ fn linked_units_behave_as_the_unmerged_program_aarch64() {
     link_and_run_program(true);
 }
 
-/// `unit` after an edit: every third integer constant of four or more digits is one larger
-/// (genmod's mixing constants; the small ones bound its loops and recursions).
-fn changed(unit: &ClifModule) -> ClifModule {
-    use cranelift_codegen::ir::{InstructionData, Opcode, immediates::Imm64};
-    let mut changed = ClifModule::new();
-    let mut seen = 0;
-    for mf in unit.functions() {
-        let mut func = mf.func.clone();
-        let insts: Vec<_> = func
-            .layout
-            .blocks()
-            .flat_map(|b| func.layout.block_insts(b))
-            .collect();
-        for inst in insts {
-            if let InstructionData::UnaryImm {
-                opcode: Opcode::Iconst,
-                imm,
-            } = &mut func.dfg.insts[inst]
-                && imm.bits().unsigned_abs() >= 1000
-            {
-                seen += 1;
-                if seen % 3 == 0 {
-                    *imm = Imm64::new(imm.bits().wrapping_add(1));
-                }
-            }
-        }
-        changed.define(func, mf.linkage, None).unwrap();
-    }
-    changed
-}
-
-/// A C driver calling every function of `module` (genmod's take and return `i64`): the first
-/// argument points into a buffer, the others are pseudo-random, each computed in a statement
-/// of its own (C leaves the order of a call's arguments open). It prints every result and a
-/// hash of the buffer after each call.
-fn driver_for(module: &ClifModule) -> String {
-    use cranelift_codegen::ir::types::I64;
-    let mut decls = String::new();
-    let mut calls = String::new();
-    for mf in module.functions() {
-        let sig = &mf.func.signature;
-        let all_i64 =
-            |ps: &[cranelift_codegen::ir::AbiParam]| ps.iter().all(|p| p.value_type == I64);
-        if !all_i64(&sig.params) || !all_i64(&sig.returns) || sig.returns.len() > 1 {
-            continue;
-        }
-        let name = mf.name.to_string();
-        let name = name.strip_prefix('%').expect("genmod names are %names");
-        let ret = if sig.returns.is_empty() {
-            "void"
-        } else {
-            "int64_t"
-        };
-        let params = vec!["int64_t"; sig.params.len()].join(", ");
-        let params = if params.is_empty() {
-            "void".to_string()
-        } else {
-            params
-        };
-        decls += &format!("extern {ret} {name}({params});\n");
-        calls += "    memset(buf, 0x5a, sizeof buf);\n    {\n";
-        let mut args = Vec::new();
-        for i in 0..sig.params.len() {
-            if i == 0 {
-                args.push("(int64_t)(intptr_t)(buf + 4096)".to_string());
-            } else {
-                calls += &format!("        int64_t a{i} = next({});\n", 2 + i);
-                args.push(format!("a{i}"));
-            }
-        }
-        let call = format!("{name}({})", args.join(", "));
-        if sig.returns.is_empty() {
-            calls += &format!(
-                "        {call};\n        printf(\"{name} %llx\\n\", (unsigned long long)buf_hash());\n"
-            );
-        } else {
-            calls += &format!(
-                "        int64_t r = {call};\n        printf(\"{name} %lld %llx\\n\", (long long)r, (unsigned long long)buf_hash());\n"
-            );
-        }
-        calls += "    }\n";
-    }
-    format!(
-        "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n\
-         static unsigned char buf[1 << 16] __attribute__((aligned(16)));\n\
-         static uint64_t buf_hash(void) {{ uint64_t h = 1469598103934665603ull;\n\
-         for (int i = 0; i < (1 << 16); i++) {{ h ^= buf[i]; h *= 1099511628211ull; }} return h; }}\n\
-         static uint64_t x = 12345;\n\
-         static int64_t next(int shift) {{ x = x * 6364136223846793005ull + 1442695040888963407ull;\n\
-         return (int64_t)(x >> shift); }}\n{decls}int main(void) {{\n{calls}    return 0;\n}}\n"
-    )
-}
-
 /// Generated programs (genmod: planted duplicates, near-duplicates, callers, recursion) split
 /// into units and linked with a driver that calls every function: round 2 in every mode, exact
 /// and with `--similar`, prints what the unmerged units print; so does the program after one
@@ -422,7 +263,7 @@ fn generated_programs_behave_as_their_unmerged_builds() {
         let units = split::split_units(&module, n);
         let summary = summary_of(&units);
         let mut stale_units = units.clone();
-        stale_units[1] = changed(&units[1]);
+        stale_units[1] = edit::bump_constants(&units[1], 3);
         let run = |label: &str, objects: &[Vec<u8>]| {
             link_and_run_driver(&tc, dir.path(), label, &driver, objects).0
         };
@@ -507,7 +348,8 @@ fn a_shared_library_link_keeps_one_copy() {
     assert!(shared.iter().all(|(_, n)| *n == 1), "{shared:?}");
 }
 
-/// The objects as written: ELF shared bodies are weak hidden symbols alone in a COMDAT group;
+/// The objects as written: ELF shared bodies are weak hidden symbols alone in a COMDAT group
+/// with their relocations ([`link::group_defects`]);
 /// Mach-O ones are weak definitions; members are jumps. Round 2 is a pure function of its
 /// inputs: the same bytes when run again.
 #[test]
@@ -537,11 +379,11 @@ fn shared_bodies_are_comdat_groups_and_weak_definitions() {
             );
         }
         if triple.contains("linux") {
+            let defects = link::group_defects(&bytes);
+            assert!(defects.is_empty(), "{triple}: {defects:?}");
             let groups: Vec<String> = file
                 .comdats()
                 .map(|c| {
-                    let sections: Vec<_> = c.sections().collect();
-                    assert_eq!(sections.len(), 1);
                     file.symbol_by_index(c.symbol())
                         .unwrap()
                         .name()

@@ -1,7 +1,68 @@
-//! A 128-bit hash that means the same on every machine and in every build: FNV-1a over bytes,
-//! integers as little-endian bytes. Names derived from content (shared bodies of similar
-//! functions, global merging's shared bodies) and summaries use it; 128 bits make a collision
-//! among the functions of any program impractical.
+//! Hashes that mean the same on every machine and in every build, integers as little-endian
+//! bytes:
+//!
+//! - [`ContentHash`] (BLAKE3, 128 bits of its output): names of shared bodies that the linker
+//!   keeps once among several units (global merging's `clifmerge_…`). Such a name is a promise
+//!   that equal names are equal content, which a unit made by anyone must not be able to break:
+//!   the hash must resist collisions that are *made*, not only those that happen.
+//! - [`StableHash`] (FNV-1a, 128 bits): names that stay inside one unit (the `similar_…` bodies
+//!   of similar merging, local symbols), where a collision is only ever with the unit's own
+//!   functions and is seen there.
+//! - [`GroupingHash`]: keys that only group functions (summaries).
+
+/// What the content-naming hashes take: bytes, integers and strings, in order.
+pub trait NameHasher {
+    /// Adds bytes.
+    fn bytes(&mut self, bytes: &[u8]);
+
+    /// Adds an integer, as its 8 little-endian bytes.
+    fn u64(&mut self, x: u64) {
+        self.bytes(&x.to_le_bytes());
+    }
+
+    /// Adds a string, preceded by its length (so that two strings never read as one).
+    fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+
+    /// The hash.
+    fn finish(self) -> u128;
+}
+
+/// A collision-resistant 128-bit hash being computed: the first 16 bytes of BLAKE3's output,
+/// read as a big-endian number (so its hexadecimal spelling is BLAKE3's).
+#[derive(Clone, Debug, Default)]
+pub struct ContentHash(blake3::Hasher);
+
+impl ContentHash {
+    /// A new hash.
+    pub fn new() -> ContentHash {
+        ContentHash(blake3::Hasher::new())
+    }
+}
+
+impl NameHasher for ContentHash {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(self) -> u128 {
+        let digest = self.0.finalize();
+        let first: [u8; 16] = digest.as_bytes()[..16].try_into().expect("32 bytes");
+        u128::from_be_bytes(first)
+    }
+}
+
+impl NameHasher for StableHash {
+    fn bytes(&mut self, bytes: &[u8]) {
+        StableHash::bytes(self, bytes);
+    }
+
+    fn finish(self) -> u128 {
+        StableHash::finish(self)
+    }
+}
 
 /// A 128-bit FNV-1a hash being computed.
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +218,15 @@ mod tests {
         s.str("clif-merge");
         s.u64(0x0123_4567_89ab_cdef);
         assert_eq!(s.finish(), 0x05bf15bd_d8ffcb57_12ca1edc_b719cd1e);
+        // BLAKE3's own test vector: the empty input.
+        assert_eq!(
+            ContentHash::new().finish(),
+            0xaf1349b9_f5f9a1a6_a0404dea_36dcc949
+        );
+        let mut c = ContentHash::new();
+        c.str("clif-merge");
+        c.u64(0x0123_4567_89ab_cdef);
+        assert_ne!(c.finish(), 0);
     }
 
     #[test]

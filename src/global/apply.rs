@@ -4,6 +4,7 @@
 use super::key::{content_name_hash_of, content_tokens, function_key, walk_weight};
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
+use crate::compare::stable_hash::{ContentHash, NameHasher};
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
@@ -55,6 +56,34 @@ pub fn shared_name(func: &Function) -> FuncName {
 /// The name of a shared body whose content hash is `hash`.
 fn name_of_content(hash: u128) -> FuncName {
     FuncName::Testcase(format!("clifmerge_{hash:032x}").into())
+}
+
+/// The symbol that the shared body named `name` (a content name `clifmerge_<hash>` or
+/// `clifmerge_p<hash>`) gets in an object compiled as `build` (the target triple and every
+/// setting that changes code, as the object writer spells them): the same prefix and the
+/// BLAKE3 hash of the name and the build. None for any other name.
+///
+/// A content name names the IR; units compiled from equal IR with other settings (another
+/// CPU, NaN canonicalization) hold other machine code, which must not go by one symbol, or
+/// the linker would keep one build's copy for all. The build is added where the code is made,
+/// so it holds whatever produced the CLIF (round 2 with `-o`, or CLIF compiled later).
+pub fn shared_symbol(name: &FuncName, build: &str) -> Option<String> {
+    let FuncName::Testcase(text) = name else {
+        return None;
+    };
+    let text: &str = text;
+    let rest = text.strip_prefix("clifmerge_")?;
+    let hash = rest.strip_prefix('p').unwrap_or(rest);
+    let is_content_name = hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_content_name {
+        return None;
+    }
+    let prefix = &text[..text.len() - 32];
+    let mut h = ContentHash::new();
+    h.str("clif-merge shared body symbol");
+    h.str(text);
+    h.str(build);
+    Some(format!("{prefix}{:032x}", h.finish()))
 }
 
 /// Round 2 of global merging on one unit (see [`crate::global`]): every function that

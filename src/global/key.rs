@@ -9,12 +9,12 @@
 //! and of every hole's value, which says as much (tokens and values together are the function),
 //! in another domain of the hash so that the two kinds of keys never meet. Keys only group: a
 //! collision puts two functions in one group, and round 2 names each shared body after the
-//! content it emits ([`content_name_hash`], FNV-1a over the whole fingerprint), so two different
-//! bodies never get one name short of a 128-bit FNV collision. Both are the same in every unit,
-//! on every machine and in every build of one `ENCODING_VERSION`.
+//! content it emits ([`content_name_hash`], BLAKE3 over the whole fingerprint), so two different
+//! bodies never get one name short of a BLAKE3 collision, which nobody can make. Both are the
+//! same in every unit, on every machine and in every build of one `ENCODING_VERSION`.
 
 use super::summary::ParamRecord;
-use crate::compare::stable_hash::{GroupingHash, StableHash};
+use crate::compare::stable_hash::{ContentHash, GroupingHash, NameHasher};
 use crate::compare::{
     ENCODING_VERSION, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
@@ -156,9 +156,10 @@ fn plain_key(tokens: &[u32]) -> u128 {
     h.finish()
 }
 
-/// The hash that names the shared body of `func`'s content: [`StableHash`] (FNV-1a, 128 bits)
+/// The hash that names the shared body of `func`'s content: [`ContentHash`] (BLAKE3, 128 bits)
 /// of its [`content_tokens`], calls of itself as a self-reference. Unlike the grouping keys,
-/// this one pins content: equal names, equal bodies.
+/// this one pins content: equal names, equal bodies, even against a unit crafted to collide.
+/// It names the IR; the object writer adds the build (`crate::global::shared_symbol`).
 pub fn content_name_hash(writer: &mut FingerprintWriter, func: &Function) -> u128 {
     content_name_hash_of(&content_tokens(writer, func, false))
 }
@@ -180,7 +181,7 @@ pub fn content_tokens(
 
 /// [`content_name_hash`] of content tokens.
 pub fn content_name_hash_of(tokens: &[u32]) -> u128 {
-    let mut h = StableHash::new();
+    let mut h = ContentHash::new();
     h.str("clif-merge exact");
     h.u64(u64::from(ENCODING_VERSION));
     h.u64(tokens.len() as u64);

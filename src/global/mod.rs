@@ -26,8 +26,11 @@
 //!   go to another unit's function, and never changes a call to another unit's function.
 //! - The shared body's name is derived from its full content: the key is a hash of every field
 //!   the exact comparator compares, names of callees and data by identity (the names the unit
-//!   really calls), and calls to itself as a self-reference (which call the shared body). Equal
-//!   names mean equal content (up to a 128-bit collision), so whichever copy the linker keeps,
+//!   really calls), and calls to itself as a self-reference (which call the shared body),
+//!   hashed with BLAKE3 so that not even a unit crafted for it can collide with another's body.
+//!   In an object, the body's symbol also names the build: the target and every codegen setting
+//!   ([`shared_symbol`]), so that units compiled with other settings never share a copy. Equal
+//!   symbols mean equal content and equal machine code, so whichever copy the linker keeps,
 //!   every member runs its own content.
 //! - A function that refers to a `local` function of its unit is never shared: another unit may
 //!   hold a local function of the same name and another body, so there the name would not say
@@ -56,5 +59,7 @@ pub mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name};
+pub use apply::{
+    GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name, shared_symbol,
+};
 pub use summary::{ParamRecord, SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

@@ -296,3 +296,31 @@ fn damaged_summaries_are_refused_or_harmless() {
         })
         .unwrap();
 }
+
+/// A shared body's symbol keeps its name's prefix, changes with the build and with the name,
+/// is the same every time, and other names get none.
+#[test]
+fn shared_symbols_name_the_content_and_the_build() {
+    let body = name("%clifmerge_0123456789abcdef0123456789abcdef");
+    let with_params = name("%clifmerge_p0123456789abcdef0123456789abcdef");
+    let baseline = shared_symbol(&body, "target x86_64\nopt_level=speed").unwrap();
+    let haswell = shared_symbol(&body, "target x86_64\nopt_level=speed\nhas_popcnt=1").unwrap();
+    assert_eq!(
+        Some(&baseline),
+        shared_symbol(&body, "target x86_64\nopt_level=speed").as_ref()
+    );
+    assert_ne!(baseline, haswell);
+    assert!(baseline.starts_with("clifmerge_") && baseline.len() == "clifmerge_".len() + 32);
+    assert_ne!(baseline, "clifmerge_0123456789abcdef0123456789abcdef");
+    let p = shared_symbol(&with_params, "target x86_64\nopt_level=speed").unwrap();
+    assert!(p.starts_with("clifmerge_p") && p.len() == "clifmerge_p".len() + 32);
+    for other in [
+        "%clifmerge_xyz",
+        "%clifmerge_0123",
+        "%f",
+        "u0:3",
+        "%similar_0123456789abcdef0123456789abcdef",
+    ] {
+        assert_eq!(shared_symbol(&name(other), "b"), None, "{other}");
+    }
+}

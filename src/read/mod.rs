@@ -279,8 +279,29 @@ impl ModuleReader {
                 }
             }
         }
+        for d in &directives {
+            if let Directive::Alias { name, target } = &d.directive
+                && let Some(message) = alias_of_linkonce(&self.module, name, target)
+            {
+                return Err(InputError::new(&d.file, d.line, message));
+            }
+        }
         Ok(self.module)
     }
+}
+
+/// Why alias `name` of `target` cannot be: `target` is `linkonce`. The linker keeps one unit's
+/// copy of such a function and drops the others' sections, so a second name defined in a
+/// dropped copy would vanish while code of its unit refers to it.
+fn alias_of_linkonce(module: &ClifModule, name: &FuncName, target: &FuncName) -> Option<String> {
+    let id = module.resolve(target)?;
+    (module.function(id).linkage == SymbolLinkage::LinkOnce).then(|| {
+        format!(
+            "alias {name} names {target}, whose linkage is linkonce: the linker may keep \
+             another unit's copy of {target} and drop this one, and the alias with it; make \
+             {name} a function that calls {target}, or give {target} another linkage"
+        )
+    })
 }
 
 /// Reads every file into one module.

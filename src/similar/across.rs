@@ -23,7 +23,7 @@ use super::find::{Member, is_candidate};
 use super::params::ParamLayout;
 use super::rewrite::{content_hash, rewrite_as_member_thunk};
 use super::{SimilarOptions, shared};
-use crate::compare::stable_hash::GroupingHash;
+use crate::compare::stable_hash::{ContentHash, GroupingHash};
 use crate::compare::{
     ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
@@ -228,8 +228,9 @@ pub(crate) fn plan(
     };
     let self_calls = shared::check(module, &first, &layout).ok()?;
     let callee_signatures = callee_signatures(func, &first, &layout);
-    let name =
-        FuncName::Testcase(format!("clifmerge_p{:032x}", content_hash(&first, &layout)).into());
+    // Shared among units: a collision-resistant hash (`compare::stable_hash`).
+    let hash = content_hash(&first, &layout, ContentHash::new());
+    let name = FuncName::Testcase(format!("clifmerge_p{hash:032x}").into());
     Some(AcrossPlan {
         first,
         layout,

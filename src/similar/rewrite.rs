@@ -9,7 +9,7 @@ use super::shared;
 use super::{SimilarGroup, SimilarMember, SimilarOptions};
 use crate::compare::FingerprintWriter;
 use crate::compare::Hole;
-use crate::compare::stable_hash::StableHash;
+use crate::compare::stable_hash::{NameHasher, StableHash};
 use crate::merge::callsite::{ExtraArgument, redirect_declaration};
 use crate::merge::plan::names_in_use;
 use crate::merge::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
@@ -161,14 +161,16 @@ fn callee_signatures(
 
 /// The shared body's name: `%similar_` and a 128-bit FNV-1a hash of the group's content — the
 /// fingerprint with holes, which position reads which parameter, the parameters' types and the
-/// values of the positions that stay constants.
+/// values of the positions that stay constants. It names a local function of the unit, which
+/// only the unit's own functions could collide with, so FNV-1a will do (`compare::stable_hash`).
 fn content_name(first: &Member, layout: &ParamLayout) -> FuncName {
-    FuncName::Testcase(format!("similar_{:032x}", content_hash(first, layout)).into())
+    let hash = content_hash(first, layout, StableHash::new());
+    FuncName::Testcase(format!("similar_{hash:032x}").into())
 }
 
-/// The 128-bit hash that names a shared body (see [`content_name`]).
-pub(super) fn content_hash(first: &Member, layout: &ParamLayout) -> u128 {
-    let mut h = StableHash::new();
+/// The 128-bit hash `h` (FNV-1a or, for names shared among units, BLAKE3) of a shared body's
+/// content (see [`content_name`]).
+pub(super) fn content_hash(first: &Member, layout: &ParamLayout, mut h: impl NameHasher) -> u128 {
     h.u64(crate::compare::ENCODING_VERSION as u64);
     h.u64(first.fingerprint.tokens.len() as u64);
     for &t in &first.fingerprint.tokens {
@@ -189,7 +191,7 @@ pub(super) fn content_hash(first: &Member, layout: &ParamLayout) -> u128 {
     h.finish()
 }
 
-fn hash_hole(h: &mut StableHash, hole: &Hole) {
+fn hash_hole(h: &mut impl NameHasher, hole: &Hole) {
     match hole {
         Hole::Int(bits) => {
             h.u64(1);

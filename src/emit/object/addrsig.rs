@@ -2,7 +2,7 @@
 //! whose address is significant, so that `ld.lld --icf=safe` may fold the others.
 
 use super::error::ObjectError;
-use super::slots::{SlotKind, Slots, symbol_name};
+use super::slots::{SlotKind, Slots};
 use crate::module::ClifModule;
 use crate::refs::ModuleRefs;
 use object::SectionKind;
@@ -23,7 +23,7 @@ pub(super) fn add_addrsig(
     let names: Vec<String> = address_significant(module, refs, slots)
         .into_iter()
         .filter(|&s| declared(s))
-        .map(|s| symbol_name(&slots.slots[s as usize].name))
+        .map(|s| slots.slots[s as usize].symbol.clone())
         .collect();
     let table = addrsig_table(bytes, &names)?;
     let section = object.add_section(

@@ -4,7 +4,7 @@
 
 use super::code::{Code, Target};
 use super::error::ObjectError;
-use super::slots::{SlotKind, Slots, symbol_name};
+use super::slots::{SlotKind, Slots};
 use super::symbols::module_linkage;
 use super::target::JumpThunk;
 use crate::module::{ClifModule, FunctionId};
@@ -40,7 +40,7 @@ pub(super) fn declare(
             SlotKind::Alias(_) | SlotKind::Import => Linkage::Import,
         };
         let id = object_module
-            .declare_function(&symbol_name(&slot.name), linkage, &slot.signature)
+            .declare_function(&slot.symbol, linkage, &slot.signature)
             .map_err(|source| ObjectError::Declare {
                 name: slot.name.to_string(),
                 source: Box::new(source),

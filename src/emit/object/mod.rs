@@ -126,7 +126,7 @@ pub fn write_object(
         }
     };
     // Phases 1 to 3.
-    let slots = slots::Slots::new(module);
+    let slots = slots::Slots::new(module, &target::build_identity(&*isa));
     let refs = ModuleRefs::of(module);
     let mut code = code::compile_all(module, &slots, &*isa)?;
     let folded = if options.fold_machine_code {
@@ -175,6 +175,9 @@ pub fn write_object(
     if options.function_sections && !macho {
         let declared = |s: u32| ids[s as usize].is_some();
         bytes = addrsig::add_addrsig(&mut object, &bytes, module, &refs, &slots, declared)?;
+    }
+    if linkonce && !macho {
+        linkonce::put_relocations_in_groups(&mut bytes)?;
     }
     Ok(ObjectOutput {
         report: ObjectReport {

@@ -25,6 +25,9 @@ pub(super) enum SlotKind {
 #[derive(Clone, Debug)]
 pub(super) struct Slot {
     pub(super) name: FuncName,
+    /// Its symbol in the object: [`symbol_name`], but for a shared body named after its
+    /// content, whose symbol also names the build ([`crate::global::shared_symbol`]).
+    pub(super) symbol: String,
     pub(super) kind: SlotKind,
     pub(super) linkage: SymbolLinkage,
     pub(super) signature: cranelift_codegen::ir::Signature,
@@ -38,13 +41,18 @@ pub(super) struct Slots {
 }
 
 impl Slots {
-    pub(super) fn new(module: &ClifModule) -> Slots {
+    /// The slots of `module`, compiled as `build` (see [`super::target::build_identity`]).
+    pub(super) fn new(module: &ClifModule, build: &str) -> Slots {
         let mut slots = Slots {
             slots: Vec::new(),
             index: FxHashMap::default(),
         };
         for (id, mf) in module.iter() {
+            let shared = (mf.linkage == SymbolLinkage::LinkOnce)
+                .then(|| crate::global::shared_symbol(&mf.name, build))
+                .flatten();
             slots.add(Slot {
+                symbol: shared.unwrap_or_else(|| symbol_name(&mf.name)),
                 name: mf.name.clone(),
                 kind: SlotKind::Defined(id),
                 linkage: mf.linkage,
@@ -57,6 +65,7 @@ impl Slots {
                 .map(|id| module.function(id).func.signature.clone())
                 .unwrap_or_else(|| module.function(module.ids()[0]).func.signature.clone());
             slots.add(Slot {
+                symbol: symbol_name(&alias.name),
                 name: alias.name.clone(),
                 kind: SlotKind::Alias(alias.target.clone()),
                 linkage: alias.linkage,
@@ -91,6 +100,7 @@ impl Slots {
     fn add_import(&mut self, name: FuncName, signature: cranelift_codegen::ir::Signature) {
         if !self.index.contains_key(&name) {
             self.add(Slot {
+                symbol: symbol_name(&name),
                 name,
                 kind: SlotKind::Import,
                 linkage: SymbolLinkage::Export,

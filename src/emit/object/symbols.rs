@@ -3,7 +3,7 @@
 //! every CLIF name to its symbol.
 
 use super::code::Code;
-use super::slots::{SlotKind, Slots, symbol_name};
+use super::slots::{SlotKind, Slots};
 use crate::module::{FunctionId, SymbolLinkage};
 use cranelift_entity::PrimaryMap;
 use object::write::{Object, SymbolId};
@@ -71,7 +71,7 @@ pub(super) fn symbol_map(
             SlotKind::Alias(_) => true,
         };
         if has_symbol {
-            let symbol = format!("{prefix}{}", symbol_name(&slot.name));
+            let symbol = format!("{prefix}{}", slot.symbol);
             symbols.insert(slot.name.to_string(), symbol);
         }
     }

@@ -97,6 +97,21 @@ pub(super) fn build_isa(options: &ObjectOptions) -> Result<OwnedTargetIsa, Objec
     Ok(isa)
 }
 
+/// What the machine code of a function depends on besides its IR: the target triple, every
+/// shared setting (optimization level, NaN canonicalization, PIC, …) and every setting of the
+/// ISA (the CPU's features, whether from a preset, `native` or a flag), as Cranelift prints
+/// their values. Shared bodies' symbols name it (`crate::global::shared_symbol`).
+pub(super) fn build_identity(isa: &dyn isa::TargetIsa) -> String {
+    let isa_flags: Vec<String> = isa.isa_flags().iter().map(ToString::to_string).collect();
+    format!(
+        "target {}\n{}[{}]\n{}\n",
+        isa.triple(),
+        isa.flags(),
+        isa.name(),
+        isa_flags.join("\n")
+    )
+}
+
 /// The CPU preset, or the host's features for `native`.
 fn apply_cpu(isa_builder: &mut isa::Builder, options: &ObjectOptions) -> Result<(), ObjectError> {
     match options.isa.cpu.as_deref() {
