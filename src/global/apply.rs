@@ -5,6 +5,7 @@ use super::key::{content_name_hash_of, content_tokens, function_key, walk_weight
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::compare::stable_hash::{ContentHash, NameHasher};
+use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
@@ -106,7 +107,9 @@ pub fn merge_with_summary(
             let eligible = !mf.linkage.is_preemptible()
                 && !refs_of.addresses.contains(&mf.name)
                 && !refers_to_local(module, id, refs_of)
-                && is_worth_sharing(&mf.func);
+                && is_worth_sharing(&mf.func)
+                // A thunk to a shared body would run it in a frame of its own.
+                && !reads_own_frame(&mf.func);
             eligible.then(|| {
                 let key = function_key(module, &refs_of.callees, id, writer);
                 OwnFunction {
