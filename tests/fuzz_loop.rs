@@ -768,11 +768,11 @@ fn run_pipeline(bytes: &[u8], linkage: SymbolLinkage, scratch: &Path) -> Result<
         let mut merged = module.clone();
         let (merge_report, _) = merge_module_with(&mut merged, mode, similar);
         if similar.is_some() {
-            // The input verified; so must everything similar merging writes.
-            let flags =
-                cranelift_codegen::settings::Flags::new(cranelift_codegen::settings::builder());
+            // The input verified; so must everything similar merging writes (with the host's
+            // ISA where a function needs one, as reading verified it).
+            let isa = clif_merge::read::host_isa();
             for mf in merged.functions() {
-                cranelift_codegen::verify_function(&mf.func, &flags).map_err(|e| {
+                clif_merge::read::verify_clif(&mf.func, isa.as_deref()).map_err(|e| {
                     format!(
                         "--similar wrote {}, which does not verify: {e}\n{}",
                         mf.name,
