@@ -6,10 +6,12 @@
 //!     ONE_SHAPE=5000 BENCH_RUNS=5 cargo bench --bench similar
 //!
 //! One shape (needs nothing beside the repository): `ONE_SHAPE` functions (default 5,000)
-//! `%fI(x) = x + c1 + c2 + …`, all of one shape, their constants drawn (a fixed pseudo-random
-//! sequence) from a few values or many: two halves that each merge but not together (6
-//! constants of 100,000 values and one of 2), many small subgroups (8 constants of 5 values),
-//! and nothing that fits the registers (8 constants of 1,000 values). Each is run as the command
+//! `%fI(x, …) = x + c1 + c2 + …`, all of one shape, their constants drawn (a fixed pseudo-random
+//! sequence) from a few values or many: one constant and six parameters, so that the added
+//! parameter goes to the stack and no subgroup pays (where splitting used to take 64 s for
+//! 2,000 functions); two halves that each merge but not together (6 constants of 100,000
+//! values and one of 2); many small subgroups (8 constants of 5 values); nothing that fits the
+//! registers (8 constants of 1,000 values). Each is run as the command
 //! line runs it (`clif-merge F.clif --emit-clif`: read and verify, merge, write the CLIF; the
 //! text is in memory), with and without `--similar`, alternately, `BENCH_RUNS` times (default
 //! 5). Reported: median times of the whole run and of the pass, and the medians of the per-run
@@ -117,9 +119,9 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// `n` functions `%fI(x) = x + c1 + c2 + …` of one shape, constant `p` drawn from `values[p]`
-/// values by a fixed sequence (SplitMix64).
-fn one_shape(n: usize, values: &[u64]) -> String {
+/// `n` functions `%fI(x, …) = x + c1 + c2 + …` of one shape, with `own` `i64` parameters,
+/// constant `p` drawn from `values[p]` values by a fixed sequence (SplitMix64).
+fn one_shape(n: usize, own: usize, values: &[u64]) -> String {
     let mut state = 0x5eed_u64;
     let mut next = |below: u64| {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -128,12 +130,18 @@ fn one_shape(n: usize, values: &[u64]) -> String {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         (z ^ (z >> 31)) % below
     };
+    let params: Vec<String> = (0..own).map(|i| format!("v{i}: i64")).collect();
+    let types = vec!["i64"; own].join(", ");
     let mut text = String::new();
     for i in 0..n {
-        let _ = write!(text, "function %f{i}(i64) -> i64 {{\nblock0(v0: i64):\n");
+        let _ = write!(
+            text,
+            "function %f{i}({types}) -> i64 {{\nblock0({}):\n",
+            params.join(", ")
+        );
         let mut last = 0;
         for (p, &range) in values.iter().enumerate() {
-            let (c, sum) = (2 * p + 1, 2 * p + 2);
+            let (c, sum) = (own + 2 * p, own + 2 * p + 1);
             let value = next(range);
             let _ = write!(
                 text,
@@ -176,24 +184,38 @@ fn one_shape_bench(runs: usize) {
         .ok()
         .map(|s| s.parse().expect("ONE_SHAPE: a number"))
         .unwrap_or(5000);
-    let shapes: [(&str, Vec<u64>); 3] = [
+    let shapes: [(&str, usize, Vec<u64>); 4] = [
         (
-            "two halves (6 × 100,000 values, 1 × 2)",
+            "6 parameters, 1 constant of 1,000,000 values: nothing pays (the added parameter goes to the stack)",
+            6,
+            vec![1_000_000],
+        ),
+        (
+            "1 parameter, 6 constants of 100,000 values and 1 of 2: two halves",
+            1,
             [100_000, 100_000, 100_000, 100_000, 100_000, 100_000, 2].to_vec(),
         ),
-        ("many subgroups (8 × 5 values)", vec![5; 8]),
-        ("nothing fits (8 × 1,000 values)", vec![1000; 8]),
+        (
+            "1 parameter, 8 constants of 5 values: many subgroups",
+            1,
+            vec![5; 8],
+        ),
+        (
+            "1 parameter, 8 constants of 1,000 values: nothing fits",
+            1,
+            vec![1000; 8],
+        ),
     ];
     println!(
         "{n} functions of one shape, `--mode safe`, whole run = read + merge + write CLIF; medians of {runs} runs"
     );
     println!();
     println!(
-        "| constants | members merged | run without | run with `--similar` | ratio | pass without | pass with | pass ratio |"
+        "| functions | members merged | run without | run with `--similar` | ratio | pass without | pass with | pass ratio |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (name, values) in shapes {
-        let text = one_shape(n, &values);
+    for (name, own, values) in shapes {
+        let text = one_shape(n, own, &values);
         let (mut plain, mut similar, mut ratios) = (vec![], vec![], vec![]);
         let (mut plain_pass, mut similar_pass, mut pass_ratios) = (vec![], vec![], vec![]);
         let mut members = 0;

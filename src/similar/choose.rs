@@ -2,7 +2,7 @@
 //! that pay (see `cost.rs`).
 
 use super::SimilarOptions;
-use super::cost::GroupShape;
+use super::cost::{GroupShape, RegisterBudget, registers_of};
 use super::find::Member;
 use super::params::{ParamLayout, position_type};
 use crate::compare::Hole;
@@ -41,7 +41,9 @@ impl Choice<'_> {
     /// met again as a group (a second run on the output sees exactly them), would be left again.
     pub(super) fn subgroups(&self, members: Vec<Member>) -> Vec<Vec<Member>> {
         let group = GroupFacts::of(self, &members);
-        let mut left: Vec<usize> = (0..members.len()).collect();
+        let mut left: Vec<usize> = (0..members.len())
+            .filter(|&m| self.may_save(&group, m))
+            .collect();
         let mut chosen: Vec<Vec<usize>> = Vec::new();
         while left.len() >= 2 {
             let found = self.split_once(&group, &left);
@@ -132,9 +134,12 @@ impl Choice<'_> {
         for _ in 0..WINDOW {
             let Some(at) = slot else { break };
             slot = free.after(at);
-            subgroup.refine(group, left[at], trial);
+            let fits = subgroup.refine(group, left[at], Some(self.options.registers), trial);
             let counts = subgroup.counts.with(group, left[at]);
-            match self.saving(group, counts, &trial.types) {
+            match fits
+                .then(|| self.saving(group, counts, &trial.types))
+                .flatten()
+            {
                 None => free.take(at),
                 Some(saving) => {
                     if best.is_none_or(|b| saving > b.1) {
@@ -144,6 +149,28 @@ impl Choice<'_> {
             }
         }
         best
+    }
+
+    /// Whether member `m` may be in a subgroup that pays. With a threshold above zero, not when
+    /// it costs at least what it saves even with one parameter, passed where the fewest go to the
+    /// stack: the model is linear in the members and grows with the parameters, so such a member
+    /// never raises a subgroup's saving (and with only one member that saves, a subgroup saves
+    /// less than that member's body, which it must write once).
+    fn may_save(&self, group: &GroupFacts, m: usize) -> bool {
+        if self.options.min_saving <= 0 {
+            return true;
+        }
+        let shape = |counts: Counts| GroupShape {
+            members: counts.members,
+            thunks: counts.thunks,
+            removed_call_sites: counts.removed_call_sites,
+            instructions: group.instructions,
+            parameters: 1,
+            stack_arguments: group.fewest_stack_arguments,
+        };
+        let cost = &self.options.cost;
+        let alone = Counts::default().with(group, m);
+        cost.saving(&shape(alone)) > cost.saving(&shape(Counts::default()))
     }
 
     /// Whether merging `subgroup` fits and saves at least the threshold.
@@ -184,7 +211,7 @@ fn join_equal_layouts(group: &GroupFacts, chosen: Vec<Vec<usize>>) -> Vec<Vec<us
     for subgroup in chosen {
         let layout = Subgroup::of(group, &subgroup, &mut trial);
         let constants = (layout.class_of.iter())
-            .zip(&group.values[subgroup[0]])
+            .zip(group.values(subgroup[0]))
             .filter(|&(&class, _)| !layout.varying[class as usize])
             .map(|(_, &value)| value)
             .collect();
@@ -203,10 +230,12 @@ fn join_equal_layouts(group: &GroupFacts, chosen: Vec<Vec<usize>>) -> Vec<Vec<us
 /// What the choice reads of a group, once: each member's hole values as small numbers (equal
 /// numbers for equal values), what each member costs once merged, and what all share.
 struct GroupFacts {
-    /// `values[m][p]`: member `m`'s value at position `p`, numbered.
-    values: Vec<Vec<u32>>,
-    /// Each position's type (as a parameter).
+    /// Member `m`'s value at position `p`, numbered, at `m × positions + p`.
+    values: Vec<u32>,
+    positions: usize,
+    /// Each position's type (as a parameter), and the integer and float registers it takes.
     types: Vec<Type>,
+    registers: Vec<(u8, u8)>,
     /// Whether each member keeps a symbol (a thunk) if merged.
     thunk: Vec<bool>,
     /// The direct calls to each member (which a removed member's callers pay for).
@@ -214,32 +243,42 @@ struct GroupFacts {
     /// The members' instruction count and signature (equal fingerprints: equal in all).
     instructions: u64,
     signature: Signature,
+    /// The fewest stack arguments a subgroup can have: one parameter, of the position type
+    /// that finds a register most easily.
+    fewest_stack_arguments: u64,
 }
 
 impl GroupFacts {
     fn of(choice: &Choice, members: &[Member]) -> GroupFacts {
         let first = &choice.module.function(members[0].id).func;
-        let types = (0..members[0].fingerprint.holes.len())
+        let types: Vec<Type> = (0..members[0].fingerprint.holes.len())
             .map(|p| position_type(first, members[0].fingerprint.hole_sites[p]))
             .collect();
+        let registers = &choice.options.registers;
+        let fewest_stack_arguments = (types.iter())
+            .map(|&ty| registers.stack_arguments(&first.signature, &[ty]) as u64)
+            .min()
+            .unwrap_or(0);
         let mut numbers: FxHashMap<&Hole, u32> = FxHashMap::default();
-        let values = members
-            .iter()
-            .map(|m| {
-                m.fingerprint
-                    .holes
-                    .iter()
-                    .map(|hole| {
-                        let next = numbers.len() as u32;
-                        *numbers.entry(hole).or_insert(next)
-                    })
-                    .collect()
+        let values = (members.iter())
+            .flat_map(|m| &m.fingerprint.holes)
+            .map(|hole| {
+                let next = numbers.len() as u32;
+                *numbers.entry(hole).or_insert(next)
+            })
+            .collect();
+        let registers = (types.iter())
+            .map(|&ty| {
+                let (int, float) = registers_of(ty);
+                (int.min(255) as u8, float.min(255) as u8)
             })
             .collect();
         let removable = |m: &Member| removable(choice.module, choice.mode, m.id, choice.needs);
         GroupFacts {
             values,
+            positions: types.len(),
             types,
+            registers,
             thunk: members.iter().map(|m| !removable(m)).collect(),
             calls: members
                 .iter()
@@ -247,7 +286,13 @@ impl GroupFacts {
                 .collect(),
             instructions: instruction_count(first),
             signature: first.signature.clone(),
+            fewest_stack_arguments,
         }
+    }
+
+    /// Member `m`'s values, numbered.
+    fn values(&self, m: usize) -> &[u32] {
+        &self.values[m * self.positions..(m + 1) * self.positions]
     }
 }
 
@@ -310,8 +355,7 @@ impl Subgroup {
     /// The subgroup of `seed` alone: positions are classed by type and value.
     fn new(group: &GroupFacts, seed: usize) -> Subgroup {
         let mut classes: FxHashMap<(Type, u32), u32> = FxHashMap::default();
-        let class_of: Vec<u32> = group.values[seed]
-            .iter()
+        let class_of: Vec<u32> = (group.values(seed).iter())
             .zip(&group.types)
             .map(|(&value, &ty)| {
                 let next = classes.len() as u32;
@@ -337,9 +381,18 @@ impl Subgroup {
 
     /// Writes into `trial` this subgroup with member `m` added: each class splits by `m`'s
     /// values, and a new class varies when its class did or `m`'s value is not the seed's.
-    fn refine(&self, group: &GroupFacts, m: usize, trial: &mut Trial) {
-        let values = &group.values[m];
-        let seed_values = &group.values[self.seed];
+    /// With a `budget`, stops as soon as the parameters do not fit it (false).
+    fn refine(
+        &self,
+        group: &GroupFacts,
+        m: usize,
+        budget: Option<RegisterBudget>,
+        trial: &mut Trial,
+    ) -> bool {
+        let values = group.values(m);
+        let seed_values = group.values(self.seed);
+        let (max_int, max_float) = budget.map_or((usize::MAX, usize::MAX), |b| (b.int, b.float));
+        let (mut int, mut float) = (0, 0);
         trial.class_of.clear();
         trial.varying.clear();
         trial.types.clear();
@@ -349,16 +402,19 @@ impl Subgroup {
         trial.first_class.resize(self.varying.len(), 0);
         for (p, &class) in self.class_of.iter().enumerate() {
             let (c, value) = (class as usize, values[p]);
-            let known = if trial.first_value[c] == value {
-                Some(trial.first_class[c])
-            } else if trial.first_value[c] == NONE {
-                None
+            let new = if trial.first_value[c] == value {
+                trial.first_class[c]
+            } else if let Some(&(_, _, new)) = (trial.first_value[c] != NONE)
+                .then(|| {
+                    trial
+                        .others
+                        .iter()
+                        .find(|&&(o, v, _)| o == class && v == value)
+                })
+                .flatten()
+            {
+                new
             } else {
-                (trial.others.iter())
-                    .find(|&&(o, v, _)| o == class && v == value)
-                    .map(|&(_, _, new)| new)
-            };
-            let new = known.unwrap_or_else(|| {
                 let new = trial.varying.len() as u32;
                 if trial.first_value[c] == NONE {
                     (trial.first_value[c], trial.first_class[c]) = (value, new);
@@ -369,16 +425,22 @@ impl Subgroup {
                 trial.varying.push(varies);
                 if varies {
                     trial.types.push(group.types[p]);
+                    let (i, f) = group.registers[p];
+                    (int, float) = (int + usize::from(i), float + usize::from(f));
+                    if int > max_int || float > max_float {
+                        return false;
+                    }
                 }
                 new
-            });
+            };
             trial.class_of.push(new);
         }
+        true
     }
 
     /// Adds member `m` ([`Subgroup::refine`], kept).
     fn add(&mut self, group: &GroupFacts, m: usize, trial: &mut Trial) {
-        self.refine(group, m, trial);
+        self.refine(group, m, None, trial);
         std::mem::swap(&mut self.class_of, &mut trial.class_of);
         std::mem::swap(&mut self.varying, &mut trial.varying);
         self.counts = self.counts.with(group, m);
