@@ -52,6 +52,9 @@ pub struct MergeReport {
     pub global: Option<crate::global::GlobalReport>,
 }
 
+/// A class's kept name and its replaced functions, each with its id.
+type ClassWithIds = (FuncName, Vec<(FunctionId, Replacement)>);
+
 impl MergeReport {
     /// The report of `plan` for `module` (not yet rewritten).
     pub fn of_plan(module: &ClifModule, plan: &MergePlan) -> MergeReport {
@@ -250,11 +253,8 @@ impl MergeReport {
     }
 
     /// Each class's kept name and its replaced functions with their ids.
-    fn classes_with_ids(
-        &self,
-        module: &ClifModule,
-    ) -> Vec<(FuncName, Vec<(FunctionId, Replacement)>)> {
-        let mut classes: Vec<(FuncName, Vec<(FunctionId, Replacement)>)> = self
+    fn classes_with_ids(&self, module: &ClifModule) -> Vec<ClassWithIds> {
+        let mut classes: Vec<ClassWithIds> = self
             .classes
             .iter()
             .map(|c| (c.kept.clone(), Vec::with_capacity(c.replaced.len())))
@@ -273,8 +273,9 @@ impl MergeReport {
 
     /// Sets the classes (each a kept name and its replaced functions with their ids): ordered by
     /// their smallest name, the replaced ones by name, and the redirect map with them.
-    fn set_classes(&mut self, classes: Vec<(FuncName, Vec<(FunctionId, Replacement)>)>) {
-        let mut classes: Vec<(FuncName, FuncName, Vec<(FunctionId, Replacement)>)> = classes
+    fn set_classes(&mut self, classes: Vec<ClassWithIds>) {
+        // Each class with its smallest name first, to order them.
+        let mut classes: Vec<(FuncName, ClassWithIds)> = classes
             .into_iter()
             .map(|(kept, mut replaced)| {
                 replaced.sort_by(|a, b| a.1.name.cmp(&b.1.name));
@@ -283,19 +284,21 @@ impl MergeReport {
                     .map_or(&kept, |r| &r.1.name)
                     .min(&kept)
                     .clone();
-                (smallest, kept, replaced)
+                (smallest, (kept, replaced))
             })
             .collect();
         classes.sort_by(|a, b| a.0.cmp(&b.0));
         self.redirect_map = classes
             .iter()
             .enumerate()
-            .flat_map(|(at, (_, _, replaced))| replaced.iter().map(move |(id, _)| (*id, at as u32)))
+            .flat_map(|(at, (_, (_, replaced)))| {
+                replaced.iter().map(move |(id, _)| (*id, at as u32))
+            })
             .collect();
         self.redirect_map.sort_unstable();
         self.classes = classes
             .into_iter()
-            .map(|(_, kept, replaced)| MergedClass {
+            .map(|(_, (kept, replaced))| MergedClass {
                 kept,
                 replaced: replaced.into_iter().map(|(_, r)| r).collect(),
             })

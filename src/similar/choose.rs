@@ -206,7 +206,9 @@ impl Choice<'_> {
 /// of their first: their union lays out the same, so it fits, and it saves one body more.
 fn join_equal_layouts(group: &GroupFacts, chosen: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
     let mut joined: Vec<Vec<usize>> = Vec::with_capacity(chosen.len());
-    let mut index: FxHashMap<(Vec<u32>, Vec<bool>, Vec<u32>), usize> = FxHashMap::default();
+    // (column classes, which vary, the constants) → its place in `joined`.
+    type Layout = (Vec<u32>, Vec<bool>, Vec<u32>);
+    let mut index: FxHashMap<Layout, usize> = FxHashMap::default();
     let mut trial = Trial::default();
     for subgroup in chosen {
         let layout = Subgroup::of(group, &subgroup, &mut trial);
