@@ -196,6 +196,13 @@ pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTi
 
 /// [`merge_module`], then, with `similar`, similar merging of what remains (see
 /// [`crate::similar`]).
+///
+/// With `similar`, the two merges take turns until neither finds anything: similar merging can
+/// make functions equal (a shared body equal to a function that was there; the thunks of a
+/// removed kept function, which now pass the same values to the same body), and each merge can
+/// leave the other something (one group's merge changes the calls the cost model counted for
+/// another). So the module that comes out is one that both merges leave alone: a second run on
+/// it merges nothing.
 pub fn merge_module_with(
     module: &mut ClifModule,
     mode: Mode,
@@ -203,31 +210,44 @@ pub fn merge_module_with(
 ) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
     let input_ids = module.id_count();
-    let (classes, refs, shapes) = analyse_with_shapes(module, mode, &mut times);
+    let (mut report, mut prior) = merge_exactly(module, mode, &mut times);
+    let Some(options) = similar else {
+        return (report, times);
+    };
+    report.similar = Some(Vec::new());
+    loop {
+        let start = Instant::now();
+        let groups = crate::similar::merge_similar_after(module, mode, options, prior);
+        let merged_something = !groups.is_empty();
+        report.add_similar_round(groups);
+        times.similar += start.elapsed();
+        if !merged_something {
+            break;
+        }
+        let (exact, next) = merge_exactly(module, mode, &mut times);
+        report.add_exact_round(exact, module, input_ids);
+        prior = next;
+    }
+    report.count_merged(module, input_ids);
+    (report, times)
+}
+
+/// One exact merge of `module`: what it did, and what the similar merge after it may reuse.
+fn merge_exactly(
+    module: &mut ClifModule,
+    mode: Mode,
+    times: &mut PassTimes,
+) -> (MergeReport, crate::similar::Prior) {
+    let (classes, refs, shapes) = analyse_with_shapes(module, mode, times);
     let start = Instant::now();
     let plan = MergePlan::decide(module, &classes, &refs, mode);
-    let mut report = MergeReport::of_plan(module, &plan);
+    let report = MergeReport::of_plan(module, &plan);
     apply(module, &refs, &plan);
     times.merging += start.elapsed();
-    if let Some(options) = similar {
-        let start = Instant::now();
-        let unchanged = plan.classes.is_empty();
-        let prior = crate::similar::Prior {
-            shapes,
-            refs: unchanged.then_some(refs),
-        };
-        // Private copies the exact merge made (ids past the input's).
-        let made: Vec<_> = (input_ids..module.id_count())
-            .map(|i| {
-                module
-                    .function(cranelift_entity::EntityRef::new(i))
-                    .name
-                    .clone()
-            })
-            .collect();
-        let groups = crate::similar::merge_similar_after(module, mode, options, prior);
-        report.add_similar(groups, &made);
-        times.similar += start.elapsed();
-    }
-    (report, times)
+    let unchanged = plan.classes.is_empty();
+    let prior = crate::similar::Prior {
+        shapes,
+        refs: unchanged.then_some(refs),
+    };
+    (report, prior)
 }

@@ -5,6 +5,7 @@ use super::plan::MergePlan;
 use super::policy::Action;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::parallel;
+use cranelift_entity::EntityRef;
 use serde::Serialize;
 
 /// One replaced function of a class.
@@ -50,6 +51,9 @@ pub struct MergeReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global: Option<crate::global::GlobalReport>,
 }
+
+/// A class's kept name and its replaced functions, each with its id.
+type ClassWithIds = (FuncName, Vec<(FunctionId, Replacement)>);
 
 impl MergeReport {
     /// The report of `plan` for `module` (not yet rewritten).
@@ -158,6 +162,147 @@ impl MergeReport {
             .filter(|m| !replaced.contains(m))
             .count();
         self.global = Some(global);
+    }
+
+    /// Adds one round of similar merging after an earlier one (see
+    /// [`crate::merge_module_with`]). An earlier group whose shared body this round removed
+    /// (the body was a member here) now calls this round's shared body: it takes that body's
+    /// name, and its members pass, after their own values, the values the removed body passed.
+    pub(crate) fn add_similar_round(&mut self, groups: Vec<crate::similar::SimilarGroup>) {
+        let all = self.similar.get_or_insert_with(Vec::new);
+        for group in &groups {
+            for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+                for earlier in all.iter_mut().filter(|g| g.shared == member.name) {
+                    earlier.shared = group.shared.clone();
+                    earlier.parameters += group.parameters;
+                    for m in &mut earlier.members {
+                        m.arguments.extend(member.arguments.iter().cloned());
+                    }
+                }
+            }
+        }
+        all.extend(groups);
+        all.sort_by(|a, b| a.shared.cmp(&b.shared));
+    }
+
+    /// Adds `later`, an exact merge of `module` after earlier rounds, so that the report says
+    /// where each function's body is in the end: a function `later` replaces leaves the class it
+    /// was in; the class whose kept function `later` replaces joins `later`'s class; a shared
+    /// body `later` removed is named by its kept function in the similar groups. Functions the
+    /// run made (ids from `input_ids` on: private copies, shared bodies) are not listed as
+    /// replaced: the input did not have them.
+    pub(crate) fn add_exact_round(
+        &mut self,
+        later: MergeReport,
+        module: &ClifModule,
+        input_ids: usize,
+    ) {
+        if later.classes.is_empty() {
+            return;
+        }
+        let mut classes = self.classes_with_ids(module);
+        for (kept, replaced) in later.classes_with_ids(module) {
+            for (_, r) in replaced.iter().filter(|(_, r)| r.by == Action::Removed) {
+                for group in self.similar.iter_mut().flatten() {
+                    if group.shared == r.name {
+                        group.shared = kept.clone();
+                    }
+                }
+            }
+            let names: std::collections::HashSet<&FuncName> =
+                replaced.iter().map(|(_, r)| &r.name).collect();
+            let mut joined = Vec::new();
+            for (earlier_kept, earlier) in &mut classes {
+                earlier.retain(|(_, r)| !names.contains(&r.name));
+                if names.contains(earlier_kept) {
+                    joined.append(earlier);
+                }
+            }
+            classes.retain(|(_, replaced)| !replaced.is_empty());
+            joined.extend(
+                replaced
+                    .into_iter()
+                    .filter(|(id, _)| id.index() < input_ids),
+            );
+            if !joined.is_empty() {
+                classes.push((kept, joined));
+            }
+        }
+        self.set_classes(classes);
+    }
+
+    /// Counts `merged` again after several rounds: every function of the input (ids below
+    /// `input_ids`) that a class replaced or a similar group took, once.
+    pub(crate) fn count_merged(&mut self, module: &ClifModule, input_ids: usize) {
+        let made: std::collections::HashSet<&FuncName> = (input_ids..module.id_count())
+            .map(|i| &module.function(FunctionId::new(i)).name)
+            .collect();
+        let mut merged: std::collections::HashSet<&FuncName> = self
+            .classes
+            .iter()
+            .flat_map(|c| c.replaced.iter().map(|r| &r.name))
+            .collect();
+        merged.extend(
+            self.similar
+                .iter()
+                .flatten()
+                .flat_map(|g| &g.members)
+                .map(|m| &m.name),
+        );
+        self.merged = merged.iter().filter(|name| !made.contains(*name)).count();
+    }
+
+    /// Each class's kept name and its replaced functions with their ids.
+    fn classes_with_ids(&self, module: &ClifModule) -> Vec<ClassWithIds> {
+        let mut classes: Vec<ClassWithIds> = self
+            .classes
+            .iter()
+            .map(|c| (c.kept.clone(), Vec::with_capacity(c.replaced.len())))
+            .collect();
+        for &(id, c) in &self.redirect_map {
+            let class = &self.classes[c as usize];
+            let name = &module.function(id).name;
+            let at = class
+                .replaced
+                .binary_search_by(|r| r.name.cmp(name))
+                .expect("a redirected function is a replaced one of its class");
+            classes[c as usize].1.push((id, class.replaced[at].clone()));
+        }
+        classes
+    }
+
+    /// Sets the classes (each a kept name and its replaced functions with their ids): ordered by
+    /// their smallest name, the replaced ones by name, and the redirect map with them.
+    fn set_classes(&mut self, classes: Vec<ClassWithIds>) {
+        // Each class with its smallest name first, to order them.
+        let mut classes: Vec<(FuncName, ClassWithIds)> = classes
+            .into_iter()
+            .map(|(kept, mut replaced)| {
+                replaced.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+                let smallest = replaced
+                    .first()
+                    .map_or(&kept, |r| &r.1.name)
+                    .min(&kept)
+                    .clone();
+                (smallest, (kept, replaced))
+            })
+            .collect();
+        classes.sort_by(|a, b| a.0.cmp(&b.0));
+        self.redirect_map = classes
+            .iter()
+            .enumerate()
+            .flat_map(|(at, (_, (_, replaced)))| {
+                replaced.iter().map(move |(id, _)| (*id, at as u32))
+            })
+            .collect();
+        self.redirect_map.sort_unstable();
+        self.classes = classes
+            .into_iter()
+            .map(|(_, (kept, replaced))| MergedClass {
+                kept,
+                replaced: replaced.into_iter().map(|(_, r)| r).collect(),
+            })
+            .collect();
     }
 
     fn similar_members(&self, by: Action) -> usize {

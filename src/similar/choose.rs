@@ -2,25 +2,28 @@
 //! that pay (see `cost.rs`).
 
 use super::SimilarOptions;
-use super::cost::GroupShape;
+use super::cost::{GroupShape, RegisterBudget, registers_of};
 use super::find::Member;
-use super::params::ParamLayout;
+use super::params::{ParamLayout, position_type};
 use crate::compare::Hole;
 use crate::merge::Mode;
 use crate::merge::policy::can_remove;
 use crate::module::{ClifModule, FunctionId};
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::{FuncRef, Function, InstructionData};
+use cranelift_codegen::ir::{FuncRef, Function, InstructionData, Signature, Type};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+use rustc_hash::FxHashMap;
 
-/// Groups larger than this are split by the first fit, not by the best saving (which is
-/// quadratic in the group's size).
-const BEST_FIT_MAX: usize = 32;
-
-/// How many of the remaining members a subgroup looks at for its next member: members are in
+/// How many of the free members a subgroup looks at for its next member: members are in
 /// hole-value order, so the nearest share the most values; the window keeps splitting a large
 /// group linear in its size.
 const WINDOW: usize = 64;
+
+/// How many members a subgroup may grow past the size that saved most before it stops: a pair
+/// may not pay where ten do, but a subgroup that has not improved for this many members is not
+/// going to (without a bound, a group where every member fits and none pays would grow every
+/// seed through the whole group).
+const PATIENCE: usize = 16;
 
 /// What a choice needs to know of the module.
 pub(super) struct Choice<'a> {
@@ -32,85 +35,35 @@ pub(super) struct Choice<'a> {
 }
 
 impl Choice<'_> {
-    /// The estimated saving of merging `members` (None when their parameters do not fit the
-    /// register budget, or there are none).
-    fn saving(&self, members: &[&Member]) -> Option<i64> {
-        let first = &self.module.function(members[0].id).func;
-        let layout = ParamLayout::of(members, first);
-        if layout.count() == 0 || !self.options.registers.fits(&layout.types) {
-            return None;
-        }
-        let mut shape = GroupShape {
-            members: members.len() as u64,
-            thunks: 0,
-            removed_call_sites: 0,
-            instructions: instruction_count(first),
-            parameters: layout.count() as u64,
-            stack_arguments: self
-                .options
-                .registers
-                .stack_arguments(&first.signature, &layout.types)
-                as u64,
-        };
-        for m in members {
-            if removable(self.module, self.mode, m.id, self.needs) {
-                shape.removed_call_sites += u64::from(self.uses.calls[m.id]);
-            } else {
-                shape.thunks += 1;
-            }
-        }
-        Some(self.options.cost.saving(&shape))
-    }
-
-    /// The subgroups of `members` to merge: the whole group when it fits and pays; otherwise,
-    /// from the first member not yet taken, a subgroup grown one member at a time by the member
-    /// that saves most (which may save less than the subgroup before it: a pair may not pay
-    /// where ten do), cut back to the size that saved most. Members are in hole-value order, so
-    /// the choice is a function of the group's content; a subgroup looks for its next member
-    /// among the next [`WINDOW`] members not taken, so a large group splits in linear time.
+    /// The subgroups of `members` to merge. One pass ([`Choice::split_once`]) takes the whole
+    /// group when it fits and pays, or else grows subgroups from seeds; passes repeat on the
+    /// members left until one takes nothing. So the choice is complete: the members it leaves,
+    /// met again as a group (a second run on the output sees exactly them), would be left again.
     pub(super) fn subgroups(&self, members: Vec<Member>) -> Vec<Vec<Member>> {
-        let all: Vec<&Member> = members.iter().collect();
-        if self
-            .saving(&all)
-            .is_some_and(|s| s >= self.options.min_saving)
-        {
-            return vec![members];
-        }
-        let exhaustive = members.len() <= BEST_FIT_MAX;
-        let mut taken = vec![false; members.len()];
+        let group = GroupFacts::of(self, &members);
+        let mut left: Vec<usize> = (0..members.len())
+            .filter(|&m| self.may_save(&group, m))
+            .collect();
         let mut chosen: Vec<Vec<usize>> = Vec::new();
-        let mut seed = 0;
-        loop {
-            while seed < members.len() && taken[seed] {
-                seed += 1;
-            }
-            if seed + 1 >= members.len() {
+        while left.len() >= 2 {
+            let found = self.split_once(&group, &left);
+            if found.is_empty() {
                 break;
             }
-            taken[seed] = true;
-            let mut group = vec![seed];
-            let (mut best_saving, mut best_len) = (0, 1);
-            while let Some((next, s)) = self.next_member(&members, &group, &taken, exhaustive) {
-                taken[next] = true;
-                group.push(next);
-                if s > best_saving {
-                    (best_saving, best_len) = (s, group.len());
-                }
+            let mut taken = vec![false; members.len()];
+            for &i in found.iter().flatten() {
+                taken[i] = true;
             }
-            for &i in &group[best_len..] {
-                taken[i] = false;
-            }
-            group.truncate(best_len);
-            if group.len() >= 2 && best_saving >= self.options.min_saving {
-                chosen.push(group);
-            }
+            left.retain(|&i| !taken[i]);
+            chosen.extend(found);
         }
+        let chosen = join_equal_layouts(&group, chosen);
         // Hand the members over, each to its subgroup.
         let mut slots: Vec<Option<Member>> = members.into_iter().map(Some).collect();
         chosen
             .into_iter()
-            .map(|group| {
-                group
+            .map(|subgroup| {
+                subgroup
                     .into_iter()
                     .map(|i| slots[i].take().expect("a member is in one subgroup"))
                     .collect()
@@ -118,33 +71,448 @@ impl Choice<'_> {
             .collect()
     }
 
-    /// The member to add to `group` next, among the next [`WINDOW`] members not taken after its
-    /// seed, with the saving of the group it makes: the one that saves most (`exhaustive`) or
-    /// the first that fits.
+    /// One pass over `left` (indices of members, in member order): all of them when they fit
+    /// and pay; otherwise, from the first member not yet taken (the seed), a subgroup grown one
+    /// member at a time by the member that saves most ([`Choice::next_member`]; it may save less
+    /// than the subgroup before it: a pair may not pay where ten do), cut back to the size that
+    /// saved most, kept when that pays; then the next seed.
+    fn split_once(&self, group: &GroupFacts, left: &[usize]) -> Vec<Vec<usize>> {
+        let mut trial = Trial::default();
+        let whole = Subgroup::of(group, left, &mut trial);
+        if self.pays(group, &whole) {
+            return vec![left.to_vec()];
+        }
+        let mut free = FreeList::new(left.len());
+        let mut chosen = Vec::new();
+        while let Some(seed) = free.first() {
+            free.take(seed);
+            free.keep_taken();
+            let mut subgroup = Subgroup::new(group, left[seed]);
+            let mut grown = vec![seed];
+            let (mut best_saving, mut best_len) = (None, 1);
+            while grown.len() < best_len + PATIENCE {
+                let Some((next, saving)) =
+                    self.next_member(group, &subgroup, left, &mut free, &mut trial)
+                else {
+                    break;
+                };
+                free.take(next);
+                grown.push(next);
+                subgroup.add(group, left[next], &mut trial);
+                if best_saving.is_none_or(|best| saving > best) {
+                    (best_saving, best_len) = (Some(saving), grown.len());
+                }
+            }
+            // Everything this seed took (members, and those that did not fit it) is free again;
+            // then the members of a subgroup that pays are taken for good.
+            free.put_back_all();
+            if best_saving.is_some_and(|s| s >= self.options.min_saving) {
+                for &i in &grown[1..best_len] {
+                    free.take(i);
+                }
+                free.keep_taken();
+                chosen.push(grown[..best_len].iter().map(|&i| left[i]).collect());
+            }
+        }
+        chosen
+    }
+
+    /// The member to add to `subgroup` next, with the saving of the subgroup it makes: among
+    /// the next [`WINDOW`] free members, the one that saves most. A member whose parameters do
+    /// not fit is taken out of `free` until the seed is done: members only ever add parameters,
+    /// so it would not fit later either, and the window moves past it.
     fn next_member(
         &self,
-        members: &[Member],
-        group: &[usize],
-        taken: &[bool],
-        exhaustive: bool,
+        group: &GroupFacts,
+        subgroup: &Subgroup,
+        left: &[usize],
+        free: &mut FreeList,
+        trial: &mut Trial,
     ) -> Option<(usize, i64)> {
-        let mut trial: Vec<&Member> = group.iter().map(|&i| &members[i]).collect();
         let mut best: Option<(usize, i64)> = None;
-        let free = (group[0] + 1..members.len()).filter(|&i| !taken[i]);
-        for i in free.take(WINDOW) {
-            trial.push(&members[i]);
-            let s = self.saving(&trial);
-            trial.pop();
-            if let Some(s) = s
-                && best.is_none_or(|b| s > b.1)
+        let mut slot = free.first();
+        for _ in 0..WINDOW {
+            let Some(at) = slot else { break };
+            slot = free.after(at);
+            let fits = subgroup.refine(group, left[at], Some(self.options.registers), trial);
+            let counts = subgroup.counts.with(group, left[at]);
+            match fits
+                .then(|| self.saving(group, counts, &trial.types))
+                .flatten()
             {
-                best = Some((i, s));
-                if !exhaustive {
-                    break;
+                None => free.take(at),
+                Some(saving) => {
+                    if best.is_none_or(|b| saving > b.1) {
+                        best = Some((at, saving));
+                    }
                 }
             }
         }
         best
+    }
+
+    /// Whether member `m` may be in a subgroup that pays. With a threshold above zero, not when
+    /// it costs at least what it saves even with one parameter, passed where the fewest go to the
+    /// stack: the model is linear in the members and grows with the parameters, so such a member
+    /// never raises a subgroup's saving (and with only one member that saves, a subgroup saves
+    /// less than that member's body, which it must write once).
+    fn may_save(&self, group: &GroupFacts, m: usize) -> bool {
+        if self.options.min_saving <= 0 {
+            return true;
+        }
+        let shape = |counts: Counts| GroupShape {
+            members: counts.members,
+            thunks: counts.thunks,
+            removed_call_sites: counts.removed_call_sites,
+            instructions: group.instructions,
+            parameters: 1,
+            stack_arguments: group.fewest_stack_arguments,
+        };
+        let cost = &self.options.cost;
+        let alone = Counts::default().with(group, m);
+        cost.saving(&shape(alone)) > cost.saving(&shape(Counts::default()))
+    }
+
+    /// Whether merging `subgroup` fits and saves at least the threshold.
+    fn pays(&self, group: &GroupFacts, subgroup: &Subgroup) -> bool {
+        let types = subgroup.parameter_types(group);
+        self.saving(group, subgroup.counts, &types)
+            .is_some_and(|s| s >= self.options.min_saving)
+    }
+
+    /// The estimated saving of merging a subgroup of `counts` whose parameters have `types`
+    /// (None when they do not fit the register budget, or there are none).
+    fn saving(&self, group: &GroupFacts, counts: Counts, types: &[Type]) -> Option<i64> {
+        if types.is_empty() || !self.options.registers.fits(types) {
+            return None;
+        }
+        let shape = GroupShape {
+            members: counts.members,
+            thunks: counts.thunks,
+            removed_call_sites: counts.removed_call_sites,
+            instructions: group.instructions,
+            parameters: types.len() as u64,
+            stack_arguments: self
+                .options
+                .registers
+                .stack_arguments(&group.signature, types) as u64,
+        };
+        Some(self.options.cost.saving(&shape))
+    }
+}
+
+/// `chosen` with the subgroups that would write the same shared body (the same parameters at
+/// the same positions, the same constants elsewhere: the same content name) made one, in order
+/// of their first: their union lays out the same, so it fits, and it saves one body more.
+fn join_equal_layouts(group: &GroupFacts, chosen: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+    let mut joined: Vec<Vec<usize>> = Vec::with_capacity(chosen.len());
+    // (column classes, which vary, the constants) → its place in `joined`.
+    type Layout = (Vec<u32>, Vec<bool>, Vec<u32>);
+    let mut index: FxHashMap<Layout, usize> = FxHashMap::default();
+    let mut trial = Trial::default();
+    for subgroup in chosen {
+        let layout = Subgroup::of(group, &subgroup, &mut trial);
+        let constants = (layout.class_of.iter())
+            .zip(group.values(subgroup[0]))
+            .filter(|&(&class, _)| !layout.varying[class as usize])
+            .map(|(_, &value)| value)
+            .collect();
+        let key = (layout.class_of, layout.varying, constants);
+        match index.get(&key) {
+            Some(&at) => joined[at].extend(subgroup),
+            None => {
+                index.insert(key, joined.len());
+                joined.push(subgroup);
+            }
+        }
+    }
+    joined
+}
+
+/// What the choice reads of a group, once: each member's hole values as small numbers (equal
+/// numbers for equal values), what each member costs once merged, and what all share.
+struct GroupFacts {
+    /// Member `m`'s value at position `p`, numbered, at `m × positions + p`.
+    values: Vec<u32>,
+    positions: usize,
+    /// Each position's type (as a parameter), and the integer and float registers it takes.
+    types: Vec<Type>,
+    registers: Vec<(u8, u8)>,
+    /// Whether each member keeps a symbol (a thunk) if merged.
+    thunk: Vec<bool>,
+    /// The direct calls to each member (which a removed member's callers pay for).
+    calls: Vec<u64>,
+    /// The members' instruction count and signature (equal fingerprints: equal in all).
+    instructions: u64,
+    signature: Signature,
+    /// The fewest stack arguments a subgroup can have: one parameter, of the position type
+    /// that finds a register most easily.
+    fewest_stack_arguments: u64,
+}
+
+impl GroupFacts {
+    fn of(choice: &Choice, members: &[Member]) -> GroupFacts {
+        let first = &choice.module.function(members[0].id).func;
+        let types: Vec<Type> = (0..members[0].fingerprint.holes.len())
+            .map(|p| position_type(first, members[0].fingerprint.hole_sites[p]))
+            .collect();
+        let registers = &choice.options.registers;
+        let fewest_stack_arguments = (types.iter())
+            .map(|&ty| registers.stack_arguments(&first.signature, &[ty]) as u64)
+            .min()
+            .unwrap_or(0);
+        let mut numbers: FxHashMap<&Hole, u32> = FxHashMap::default();
+        let values = (members.iter())
+            .flat_map(|m| &m.fingerprint.holes)
+            .map(|hole| {
+                let next = numbers.len() as u32;
+                *numbers.entry(hole).or_insert(next)
+            })
+            .collect();
+        let registers = (types.iter())
+            .map(|&ty| {
+                let (int, float) = registers_of(ty);
+                (int.min(255) as u8, float.min(255) as u8)
+            })
+            .collect();
+        let removable = |m: &Member| removable(choice.module, choice.mode, m.id, choice.needs);
+        GroupFacts {
+            values,
+            positions: types.len(),
+            types,
+            registers,
+            thunk: members.iter().map(|m| !removable(m)).collect(),
+            calls: members
+                .iter()
+                .map(|m| u64::from(choice.uses.calls[m.id]))
+                .collect(),
+            instructions: instruction_count(first),
+            signature: first.signature.clone(),
+            fewest_stack_arguments,
+        }
+    }
+
+    /// Member `m`'s values, numbered.
+    fn values(&self, m: usize) -> &[u32] {
+        &self.values[m * self.positions..(m + 1) * self.positions]
+    }
+}
+
+/// A subgroup as [`ParamLayout::of`] would lay it out, kept up to date one member at a time
+/// (a layout written from scratch reads every member: growing a subgroup member by member would
+/// be quadratic in its size). Positions whose columns and types are equal so far form a
+/// *column class*; each class that varies is one parameter.
+struct Subgroup {
+    /// The first member (the seed), whose values a constant column holds.
+    seed: usize,
+    /// Each position's column class, numbered in order of first position.
+    class_of: Vec<u32>,
+    /// Whether each class varies (its column holds more than one value).
+    varying: Vec<bool>,
+    counts: Counts,
+}
+
+/// What the cost model counts of a subgroup's members.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    members: u64,
+    thunks: u64,
+    removed_call_sites: u64,
+}
+
+impl Counts {
+    /// These counts with member `m` added.
+    fn with(self, group: &GroupFacts, m: usize) -> Counts {
+        let mut counts = self;
+        counts.members += 1;
+        if group.thunk[m] {
+            counts.thunks += 1;
+        } else {
+            counts.removed_call_sites += group.calls[m];
+        }
+        counts
+    }
+}
+
+/// The buffers [`Subgroup::refine`] writes into, reused from one trial to the next.
+#[derive(Default)]
+struct Trial {
+    /// The refined subgroup's classes and which vary.
+    class_of: Vec<u32>,
+    varying: Vec<bool>,
+    /// Its parameters' types, in order of first position.
+    types: Vec<Type>,
+    /// For each old class: the first value met in it and the new class it went to.
+    first_value: Vec<u32>,
+    first_class: Vec<u32>,
+    /// (old class, value, new class) for the other values met (a class that splits in more
+    /// than two is rare).
+    others: Vec<(u32, u32, u32)>,
+}
+
+/// No value met yet in a class.
+const NONE: u32 = u32::MAX;
+
+impl Subgroup {
+    /// The subgroup of `seed` alone: positions are classed by type and value.
+    fn new(group: &GroupFacts, seed: usize) -> Subgroup {
+        let mut classes: FxHashMap<(Type, u32), u32> = FxHashMap::default();
+        let class_of: Vec<u32> = (group.values(seed).iter())
+            .zip(&group.types)
+            .map(|(&value, &ty)| {
+                let next = classes.len() as u32;
+                *classes.entry((ty, value)).or_insert(next)
+            })
+            .collect();
+        Subgroup {
+            seed,
+            class_of,
+            varying: vec![false; classes.len()],
+            counts: Counts::default().with(group, seed),
+        }
+    }
+
+    /// The subgroup of `members` (at least one), the first its seed.
+    fn of(group: &GroupFacts, members: &[usize], trial: &mut Trial) -> Subgroup {
+        let mut subgroup = Subgroup::new(group, members[0]);
+        for &m in &members[1..] {
+            subgroup.add(group, m, trial);
+        }
+        subgroup
+    }
+
+    /// Writes into `trial` this subgroup with member `m` added: each class splits by `m`'s
+    /// values, and a new class varies when its class did or `m`'s value is not the seed's.
+    /// With a `budget`, stops as soon as the parameters do not fit it (false).
+    fn refine(
+        &self,
+        group: &GroupFacts,
+        m: usize,
+        budget: Option<RegisterBudget>,
+        trial: &mut Trial,
+    ) -> bool {
+        let values = group.values(m);
+        let seed_values = group.values(self.seed);
+        let (max_int, max_float) = budget.map_or((usize::MAX, usize::MAX), |b| (b.int, b.float));
+        let (mut int, mut float) = (0, 0);
+        trial.class_of.clear();
+        trial.varying.clear();
+        trial.types.clear();
+        trial.others.clear();
+        trial.first_value.clear();
+        trial.first_value.resize(self.varying.len(), NONE);
+        trial.first_class.resize(self.varying.len(), 0);
+        for (p, &class) in self.class_of.iter().enumerate() {
+            let (c, value) = (class as usize, values[p]);
+            let new = if trial.first_value[c] == value {
+                trial.first_class[c]
+            } else if let Some(&(_, _, new)) = (trial.first_value[c] != NONE)
+                .then(|| {
+                    trial
+                        .others
+                        .iter()
+                        .find(|&&(o, v, _)| o == class && v == value)
+                })
+                .flatten()
+            {
+                new
+            } else {
+                let new = trial.varying.len() as u32;
+                if trial.first_value[c] == NONE {
+                    (trial.first_value[c], trial.first_class[c]) = (value, new);
+                } else {
+                    trial.others.push((class, value, new));
+                }
+                let varies = self.varying[c] || value != seed_values[p];
+                trial.varying.push(varies);
+                if varies {
+                    trial.types.push(group.types[p]);
+                    let (i, f) = group.registers[p];
+                    (int, float) = (int + usize::from(i), float + usize::from(f));
+                    if int > max_int || float > max_float {
+                        return false;
+                    }
+                }
+                new
+            };
+            trial.class_of.push(new);
+        }
+        true
+    }
+
+    /// Adds member `m` ([`Subgroup::refine`], kept).
+    fn add(&mut self, group: &GroupFacts, m: usize, trial: &mut Trial) {
+        self.refine(group, m, None, trial);
+        std::mem::swap(&mut self.class_of, &mut trial.class_of);
+        std::mem::swap(&mut self.varying, &mut trial.varying);
+        self.counts = self.counts.with(group, m);
+    }
+
+    /// The parameters' types, in order of first position.
+    fn parameter_types(&self, group: &GroupFacts) -> Vec<Type> {
+        let mut seen = vec![false; self.varying.len()];
+        let mut types = Vec::new();
+        for (p, &class) in self.class_of.iter().enumerate() {
+            let class = class as usize;
+            if self.varying[class] && !seen[class] {
+                seen[class] = true;
+                types.push(group.types[p]);
+            }
+        }
+        types
+    }
+}
+
+/// The members not yet taken by a pass, in order, as a doubly linked list over their slots:
+/// the first, the next and taking one cost constant time. What was taken since the last
+/// [`FreeList::keep_taken`] can be put back, latest first (the dancing-links rule: each member
+/// goes back between the neighbours it had when taken, which are free again by then).
+struct FreeList {
+    next: Vec<usize>,
+    prev: Vec<usize>,
+    /// The sentinel slot, before the first and after the last.
+    head: usize,
+    /// Taken since the last `keep_taken`, in order.
+    taken: Vec<usize>,
+}
+
+impl FreeList {
+    fn new(len: usize) -> FreeList {
+        FreeList {
+            next: (1..=len).chain([0]).collect(),
+            prev: std::iter::once(len).chain(0..len).collect(),
+            head: len,
+            taken: Vec::new(),
+        }
+    }
+
+    fn first(&self) -> Option<usize> {
+        self.after(self.head)
+    }
+
+    /// The free member after `slot` (which may have been taken since it was found).
+    fn after(&self, slot: usize) -> Option<usize> {
+        let next = self.next[slot];
+        (next != self.head).then_some(next)
+    }
+
+    fn take(&mut self, slot: usize) {
+        let (prev, next) = (self.prev[slot], self.next[slot]);
+        self.next[prev] = next;
+        self.prev[next] = prev;
+        self.taken.push(slot);
+    }
+
+    fn keep_taken(&mut self) {
+        self.taken.clear();
+    }
+
+    fn put_back_all(&mut self) {
+        while let Some(slot) = self.taken.pop() {
+            let (prev, next) = (self.prev[slot], self.next[slot]);
+            self.next[prev] = slot;
+            self.prev[next] = slot;
+        }
     }
 }
 

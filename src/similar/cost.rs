@@ -132,13 +132,20 @@ impl RegisterBudget {
 fn count_registers(types: impl Iterator<Item = Type>) -> (usize, usize) {
     let (mut int, mut float) = (0usize, 0usize);
     for ty in types {
-        if ty.is_float() || ty.is_vector() {
-            float += 1;
-        } else {
-            int += ty.bytes().div_ceil(8).max(1) as usize;
-        }
+        let (i, f) = registers_of(ty);
+        int += i;
+        float += f;
     }
     (int, float)
+}
+
+/// The integer and float registers one argument of type `ty` takes.
+pub(super) fn registers_of(ty: Type) -> (usize, usize) {
+    if ty.is_float() || ty.is_vector() {
+        (0, 1)
+    } else {
+        (ty.bytes().div_ceil(8).max(1) as usize, 0)
+    }
 }
 
 impl RegisterBudget {}

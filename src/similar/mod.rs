@@ -39,6 +39,14 @@
 //! similar merging cannot lose an exact merge; it sees each class's kept body once. Forwarding
 //! thunks and preemptible functions do not take part.
 //!
+//! Then the two take turns until neither finds anything ([`crate::merge_module_with`]), so that
+//! a second run on the output merges nothing: a shared body may be equal to a function that was
+//! there; removing the kept function of an exact class makes its thunks pass the same values to
+//! the same body; merging one group changes the calls the cost model counts for another; and a
+//! shared body may itself be similar to other functions. An earlier group whose shared body a
+//! later round removes is reported with the body that has its code (see
+//! [`crate::MergeReport`]).
+//!
 //! # Parameters and the shared body
 //!
 //! See `params.rs`: one parameter per distinct column of values, positions with one value stay
@@ -54,7 +62,9 @@
 //!
 //! A group is merged only when its parameters fit the target's argument registers
 //! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
-//! [`SimilarOptions::min_saving`] bytes.
+//! [`SimilarOptions::min_saving`] bytes. A group that does not is split (`choose.rs`) into
+//! subgroups that do, completely: the members left over, met again as a group, would be left
+//! again.
 //!
 //! # What members become
 //!

@@ -76,7 +76,7 @@ impl ParamLayout {
 }
 
 /// The type of the value a hole at `site` stands for.
-fn position_type(func: &Function, site: Inst) -> Type {
+pub(super) fn position_type(func: &Function, site: Inst) -> Type {
     match func.dfg.insts[site] {
         InstructionData::Call { .. } | InstructionData::CallIndirect { .. } => POINTER,
         InstructionData::TryCall { .. } => POINTER,
