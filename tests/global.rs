@@ -477,3 +477,90 @@ fn macho_units_link_with_one_copy_of_each_shared_body() {
         assert!(shared.iter().all(|(_, n)| *n == 1), "{triple}: {shared:?}");
     }
 }
+
+/// A unit with a function that returns its own return address plus `k`, and a caller that
+/// knows where that address must be.
+fn frame_reader_unit(name: &str, k: i64) -> ClifModule {
+    let text = format!(
+        "function %{name}(i64) -> i64 system_v {{
+block0(v0: i64):
+    v1 = get_return_address.i64
+    v3 = iconst.i64 {k}
+    v4 = iadd v1, v3
+    v2 = iadd v4, v0
+    return v2
+}}
+"
+    );
+    read_module_text(
+        Path::new(&format!("{name}.clif")),
+        &text,
+        ReadOptions::default(),
+    )
+    .unwrap()
+}
+
+/// Each reader, called from a C function, must return an address inside that function (its
+/// caller's return address), not one inside a thunk of its own.
+const FRAME_DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+extern int64_t ra_c(int64_t);
+extern int64_t ra_d(int64_t);
+__attribute__((noinline)) static int64_t via_c(void) { return ra_c(0) - 11; }
+__attribute__((noinline)) static int64_t via_d(void) { return ra_d(0) - 13; }
+static int inside(int64_t ra, void *f) {
+    return ra > (int64_t) (intptr_t) f && ra < (int64_t) (intptr_t) f + 64;
+}
+int main(void) {
+    printf("ra_c %d\nra_d %d\n", inside(via_c(), (void *) via_c), inside(via_d(), (void *) via_d));
+    return 0;
+}
+"#;
+
+/// Global merging never makes a function that reads its own frame a thunk, with or without
+/// parameters: two units hold return-address readers equal but for a constant (one shared body
+/// with a parameter under `--similar`), and each still returns its caller's return address.
+fn frame_readers_stay_whole(aarch64: bool) {
+    let Some(tc) = toolchain(aarch64) else {
+        return;
+    };
+    let triple = if aarch64 {
+        "aarch64-unknown-linux-gnu"
+    } else {
+        "x86_64-unknown-linux-gnu"
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let units = [frame_reader_unit("ra_c", 11), frame_reader_unit("ra_d", 13)];
+    let summary = summary_of(&units);
+    let forced = SimilarOptions {
+        min_saving: -1_000_000,
+        ..SimilarOptions::default()
+    };
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        for similar in [None, Some(&forced)] {
+            let objects: Vec<Vec<u8>> = units
+                .iter()
+                .map(|u| build_with(u, Some(&summary), mode, triple, similar))
+                .collect();
+            let label = format!("frame_{mode:?}_{}", similar.is_some());
+            let (out, _) = link_and_run_driver(&tc, dir.path(), &label, FRAME_DRIVER, &objects);
+            assert_eq!(
+                out,
+                "ra_c 1\nra_d 1\n",
+                "{triple} {mode:?} similar: {}",
+                similar.is_some()
+            );
+        }
+    }
+}
+
+#[test]
+fn frame_readers_are_never_thunks_x86_64() {
+    frame_readers_stay_whole(false);
+}
+
+#[test]
+fn frame_readers_are_never_thunks_aarch64() {
+    frame_readers_stay_whole(true);
+}

@@ -1896,3 +1896,75 @@ fn forwarders_with_observable_prologues_are_compiled() {
         }
     }
 }
+
+/// `%fwd` only forwards its argument to `%reader`, which returns its own return address: the
+/// object must not compile `%fwd` as one jump (a tail call), or `%reader` would see `%fwd`'s
+/// caller instead of `%fwd`. Checked on the object written without merging and merged in every
+/// mode, linked and run.
+const FORWARDS_TO_A_FRAME_READER: &str = "
+function %reader(i64) -> i64 system_v {
+block0(v0: i64):
+    v1 = get_return_address.i64
+    v2 = iadd v1, v0
+    return v2
+}
+
+function %fwd(i64) -> i64 system_v {
+    sig0 = (i64) -> i64 system_v
+    fn0 = colocated %reader sig0
+block0(v0: i64):
+    v1 = call fn0(v0)
+    return v1
+}
+";
+
+const FORWARDS_DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+extern int64_t fwd(int64_t);
+__attribute__((noinline)) static int64_t via(void) { return fwd(0); }
+int main(void) {
+    int64_t ra = via(), f = (int64_t) (intptr_t) fwd;
+    printf("inside fwd %d\n", ra > f && ra < f + 64);
+    return 0;
+}
+"#;
+
+fn forwarding_to_a_frame_reader_is_a_call(arch: Arch) {
+    let Some(tc) = toolchain(arch) else {
+        return;
+    };
+    let triple = arch.elf_triple();
+    let module = clif_merge::read_module_text(
+        Path::new("forwards.clif"),
+        FORWARDS_TO_A_FRAME_READER,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let driver = compile_driver(&tc, dir.path(), "forwards_driver", FORWARDS_DRIVER);
+    let reference = build_reference(&module, triple, false);
+    let out = link_and_run(&tc, dir.path(), "unmerged", &driver, &reference.bytes);
+    assert_eq!(out, "inside fwd 1\n", "{triple}, unmerged");
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let built = build_merged(&module, mode, triple, false);
+        let out = link_and_run(
+            &tc,
+            dir.path(),
+            &format!("{mode:?}"),
+            &driver,
+            &built.object.bytes,
+        );
+        assert_eq!(out, "inside fwd 1\n", "{triple}, {mode:?}");
+    }
+}
+
+#[test]
+fn forwarding_to_a_frame_reader_is_a_call_x86_64() {
+    forwarding_to_a_frame_reader_is_a_call(Arch::X86_64);
+}
+
+#[test]
+fn forwarding_to_a_frame_reader_is_a_call_aarch64() {
+    forwarding_to_a_frame_reader_is_a_call(Arch::Aarch64);
+}

@@ -4,7 +4,8 @@
 //! callers: the body then returns the thunk's return address, and a walk of the frame chain
 //! from it meets the thunk. So such a function may be removed (its callers call the kept body
 //! directly) or become an alias (the same code at the same address), but it never becomes a
-//! thunk that calls another body, neither in an exact nor in a similar merge. Objects still fold
+//! thunk that calls another body, neither in an exact nor in a similar merge. Nor does the object
+//! writer make a function that forwards to one a jump (a tail call). Objects still fold
 //! such functions into one-jump thunks (`crate::fold`), which add no frame.
 
 use cranelift_codegen::ir::{Function, Opcode};

@@ -2,6 +2,7 @@
 
 use super::error::ObjectError;
 use super::slots::Slots;
+use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::binemit::Reloc;
@@ -58,7 +59,7 @@ pub(super) fn compile_all(
         out.push(Code::Removed);
     }
     for (id, mf) in module.iter() {
-        if let Some(target) = thunk_target(&mf.func) {
+        if let Some(target) = thunk_target(module, &mf.func) {
             out[id] = Code::Thunk(slots.index[&target]);
             continue;
         }
@@ -118,9 +119,11 @@ pub(super) fn compile_all(
 }
 
 /// The function a forwarding thunk jumps to, when the callee has exactly `func`'s signature (so
-/// that a jump is correct whatever the convention) and nothing the compiled function would do
-/// before the call can be observed ([`prologue_is_unobservable`]).
-fn thunk_target(func: &Function) -> Option<FuncName> {
+/// that a jump is correct whatever the convention), nothing the compiled function would do
+/// before the call can be observed ([`prologue_is_unobservable`]), and the callee is no module
+/// function that reads its own frame (a jump is a tail call: the callee would see the thunk's
+/// caller as its own, see `crate::merge::frame`).
+fn thunk_target(module: &ClifModule, func: &Function) -> Option<FuncName> {
     if !is_forwarding_thunk(func) || !prologue_is_unobservable(func) {
         return None;
     }
@@ -136,7 +139,12 @@ fn thunk_target(func: &Function) -> Option<FuncName> {
     }
     // A function forwarding to itself recurses until the stack overflows; a jump to itself
     // would loop instead.
-    FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))
+    let target =
+        FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))?;
+    let reads_frame = module
+        .resolve(&target)
+        .is_some_and(|id| reads_own_frame(&module.function(id).func));
+    (!reads_frame).then_some(target)
 }
 
 /// Whether a jump may stand for `func`'s prologue: it has no stack limit (a function that calls
