@@ -98,8 +98,9 @@ pub struct FinishFailure<M> {
     /// The inner module, holding every definition made before the failure.
     pub module: M,
     /// The functions defined through the `MergingModule` that the inner module does not hold,
-    /// the failed one included, in definition order. A thunk already defined may call one of
-    /// them.
+    /// the failed one included, in definition order; then any anonymous function of the merge
+    /// (a private copy, a shared body) the inner module does not hold (only when one of them
+    /// failed: they are defined first). A thunk already defined may call one of them.
     pub undefined: Vec<FuncId>,
 }
 
@@ -462,29 +463,40 @@ fn finish_deferred<M: Module>(
     address_in_data: &FxHashSet<FuncId>,
     similar: Option<&SimilarOptions>,
 ) -> Result<(M, MergeReport), FinishFailure<M>> {
-    let held_ids: Vec<FuncId> = held.iter().map(|h| h.id).collect();
+    let mut ids: Vec<FuncId> = held.iter().map(|h| h.id).collect();
     let mut defined = FxHashSet::default();
-    match merge_and_define(&mut inner, held, address_in_data, similar, &mut defined) {
+    let mut anonymous = Vec::new();
+    let merged = merge_and_define(
+        &mut inner,
+        held,
+        address_in_data,
+        similar,
+        &mut defined,
+        &mut anonymous,
+    );
+    match merged {
         Ok(report) => Ok((inner, report)),
         Err(error) => Err(FinishFailure {
             error,
             module: inner,
-            undefined: held_ids
-                .into_iter()
-                .filter(|id| !defined.contains(id))
-                .collect(),
+            undefined: {
+                ids.extend(anonymous);
+                ids.retain(|id| !defined.contains(id));
+                ids
+            },
         }),
     }
 }
 
 /// Merges the held bodies and defines every function in `inner`, adding each one defined to
-/// `defined`.
+/// `defined` and each anonymous function it declares to `anonymous`.
 fn merge_and_define<M: Module>(
     inner: &mut M,
     held: Vec<Held>,
     address_in_data: &FxHashSet<FuncId>,
     similar: Option<&SimilarOptions>,
     defined: &mut FxHashSet<FuncId>,
+    anonymous: &mut Vec<FuncId>,
 ) -> Result<MergeReport, FinishError> {
     let mut cm = ClifModule::new();
     let mut ids = Vec::with_capacity(held.len());
@@ -530,6 +542,20 @@ fn merge_and_define<M: Module>(
             })?;
         renames.insert(mf.name.clone(), user_name(new_id));
         copies.push((fid, new_id));
+        anonymous.push(new_id);
+    }
+    // The merge's own functions first: should a held body fail, the thunks already defined
+    // call only functions that are defined or that the failure lists.
+    for &(fid, new_id) in &copies {
+        let mut func = match stand_ins.get(&fid) {
+            Some(stand_in) => stand_in.clone(),
+            None => cm.function(fid).func.clone(),
+        };
+        func.name = UserFuncName::user(0, new_id.as_u32());
+        rename_callees(&mut func, &renames);
+        // A private copy is the merge's own function: no caller gave a plane for it.
+        define_in(inner, new_id, func, &mut ControlPlane::default())?;
+        defined.insert(new_id);
     }
 
     for (i, &id) in ids.iter().enumerate() {
@@ -563,16 +589,6 @@ fn merge_and_define<M: Module>(
         };
         define_in(inner, id, func, &mut planes[i])?;
         defined.insert(id);
-    }
-    for (fid, new_id) in copies {
-        let mut func = match stand_ins.get(&fid) {
-            Some(stand_in) => stand_in.clone(),
-            None => cm.function(fid).func.clone(),
-        };
-        func.name = UserFuncName::user(0, new_id.as_u32());
-        rename_callees(&mut func, &renames);
-        // A private copy is the merge's own function: no caller gave a plane for it.
-        define_in(inner, new_id, func, &mut ControlPlane::default())?;
     }
     Ok(report)
 }

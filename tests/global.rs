@@ -564,3 +564,47 @@ fn frame_readers_are_never_thunks_x86_64() {
 fn frame_readers_are_never_thunks_aarch64() {
     frame_readers_stay_whole(true);
 }
+
+/// The reader refuses an alias of a `linkonce` function; a module built through the library
+/// (`add_alias`, `set_linkage`) can still hold one. Its object would define the alias in the
+/// function's COMDAT group, which a link keeping another unit's copy drops: writing the object
+/// is refused instead, naming both.
+#[test]
+fn an_alias_of_a_linkonce_function_is_refused_when_the_object_is_written() {
+    use clif_merge::SymbolLinkage;
+    use clif_merge::module::Alias;
+    let text = "function %f(i64) -> i64 system_v {\nblock0(v0: i64):\n    v1 = iconst.i64 3\n    \
+                v2 = imul v0, v1\n    return v2\n}\n";
+    let name = |n: &str| clif_merge::FuncName::parse(n).unwrap();
+    let alias = Alias {
+        name: name("%g"),
+        target: name("%f"),
+        linkage: SymbolLinkage::Export,
+    };
+    let read = || read_module_text(Path::new("f.clif"), text, ReadOptions::default()).unwrap();
+    let mut alias_first = read();
+    alias_first.add_alias(alias.clone()).unwrap();
+    assert!(alias_first.set_linkage(&name("%f"), SymbolLinkage::LinkOnce));
+    let mut linkonce_first = read();
+    linkonce_first.set_linkage(&name("%f"), SymbolLinkage::LinkOnce);
+    linkonce_first.add_alias(alias).unwrap();
+    for triple in ["x86_64-unknown-linux-gnu", "aarch64-apple-darwin"] {
+        for module in [&alias_first, &linkonce_first] {
+            let options = object_options(triple, Mode::Safe);
+            match clif_merge::emit::object::write_object(module, 0, &options) {
+                Ok(out) => panic!(
+                    "{triple}: written, groups: {:?}",
+                    link::group_defects(&out.bytes)
+                ),
+                Err(e) => {
+                    let message = e.to_string();
+                    assert!(
+                        message.contains("%g") && message.contains("%f"),
+                        "{message}"
+                    );
+                    assert!(message.contains("linkonce"), "{message}");
+                }
+            }
+        }
+    }
+}

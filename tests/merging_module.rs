@@ -839,3 +839,30 @@ fn functions_reading_their_return_address_see_their_callers_after_a_merge() {
         );
     }
 }
+
+/// The two preemptible twins become thunks calling a private copy (an anonymous function of
+/// the inner module); then `f`, which the inner module already defines, fails. The embedder
+/// keeps the inner module's `f` and finalizes: every function the thunks call must be defined
+/// or listed as undefined, and the twins must still compute their body.
+#[test]
+fn deferred_try_finish_failure_leaves_no_private_copy_undefined() {
+    let mut inner = jit();
+    let f = declare(&mut inner, "f", Linkage::Export);
+    mul3(&mut inner, f);
+    let mut module = MergingModule::deferred(inner);
+    let pa = declare(&mut module, "pa", Linkage::Preemptible);
+    let pb = declare(&mut module, "pb", Linkage::Preemptible);
+    mul_k(&mut module, pa, 5);
+    mul_k(&mut module, pb, 5);
+    mul_k(&mut module, f, 7);
+    let failure = match module.try_finish() {
+        Ok(_) => panic!("f is defined twice"),
+        Err(failure) => failure,
+    };
+    assert_eq!(failure.undefined, [f]);
+    let mut jit = failure.module;
+    jit.finalize_definitions().unwrap();
+    assert_eq!(call(&jit, f, 4), 13, "the inner module's own f");
+    assert_eq!(call(&jit, pa, 4), 21);
+    assert_eq!(call(&jit, pb, 4), 21);
+}

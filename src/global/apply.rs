@@ -127,8 +127,18 @@ pub fn merge_with_summary(
         shared: Vec::new(),
     };
     let mut done = FxHashSet::default();
-    report.shared =
-        super::params::share_with_parameters(module, &refs, summary, &own, similar, &mut done);
+    // A shared body never takes a name the unit already calls (an import): those calls would
+    // call it.
+    let mut in_use = None;
+    report.shared = super::params::share_with_parameters(
+        module,
+        &refs,
+        summary,
+        &own,
+        similar,
+        &mut done,
+        &mut in_use,
+    );
     let alone = KeysAlone::of(summary);
     let elsewhere = keys_elsewhere(module, summary, &alone);
     let mut groups: BTreeMap<u128, Vec<Member>> = BTreeMap::new();
@@ -151,7 +161,7 @@ pub fn merge_with_summary(
         }
     }
     for members in groups.into_values() {
-        if let Some(shared) = share(module, &members) {
+        if let Some(shared) = share(module, &members, &mut in_use) {
             report.shared.push(shared);
         }
     }
@@ -251,13 +261,18 @@ fn is_worth_sharing(func: &Function) -> bool {
 }
 
 /// Defines the shared body of `members` (one content key) and makes them thunks to it; None
-/// when the module already has a function of that name (a unit merged twice).
+/// when the module already has a function of that name (a unit merged twice) or refers to one
+/// (an import; `in_use` caches [`crate::merge::plan::names_in_use`]).
 ///
 /// The body is made from a member that joined by its own key when there is one; otherwise
 /// from one that joined by its key with calls of itself by name, whose body then keeps calling
 /// it by name (it becomes a thunk to the body: the same recursion, one jump longer). Keys only
 /// group: a member whose content tokens are not the body's (a key collision) stays as it is.
-pub(super) fn share(module: &mut ClifModule, members: &[Member]) -> Option<SharedBody> {
+pub(super) fn share(
+    module: &mut ClifModule,
+    members: &[Member],
+    in_use: &mut Option<FxHashSet<FuncName>>,
+) -> Option<SharedBody> {
     let first = members
         .iter()
         .find(|m| !m.self_by_name)
@@ -272,7 +287,7 @@ pub(super) fn share(module: &mut ClifModule, members: &[Member]) -> Option<Share
         .map(|m| m.id)
         .collect();
     let name = name_of_content(content_name_hash_of(&tokens));
-    if module.lookup(&name).is_some() {
+    if !crate::merge::plan::name_is_free(module, in_use, &name) {
         return None;
     }
     let mf = module.function(first.id);

@@ -60,6 +60,7 @@ pub(super) fn share_with_parameters(
     own: &[OwnFunction],
     similar: Option<&SimilarOptions>,
     done: &mut FxHashSet<FunctionId>,
+    in_use: &mut Option<FxHashSet<FuncName>>,
 ) -> Vec<SharedBody> {
     let default_options = SimilarOptions::default();
     let options = similar.unwrap_or(&default_options);
@@ -78,7 +79,7 @@ pub(super) fn share_with_parameters(
                 .collect(),
         };
         for group in groups(&entries, &keys).into_values() {
-            if let Some(body) = share_group(module, refs, &group, options) {
+            if let Some(body) = share_group(module, refs, &group, options, in_use) {
                 done.extend(group.own.iter().copied());
                 shared.push(body);
             }
@@ -139,12 +140,14 @@ fn groups<'a>(entries: &[ProgramEntry<'a>], keys: &[Option<u128>]) -> BTreeMap<u
     groups
 }
 
-/// Writes the group's shared body and makes the unit's members thunks, when it pays.
+/// Writes the group's shared body and makes the unit's members thunks, when it pays and its
+/// name is free (`in_use`: see [`super::apply::share`]).
 fn share_group(
     module: &mut ClifModule,
     refs: &ModuleRefs,
     group: &Group,
     options: &SimilarOptions,
+    in_use: &mut Option<FxHashSet<FuncName>>,
 ) -> Option<SharedBody> {
     let variants: Vec<&[Hole]> = group.variants.iter().copied().collect();
     // The members' fingerprints again (the first walk kept only keys and holes).
@@ -165,6 +168,9 @@ fn share_group(
     let first = (members[0].0, &members[0].1);
     let plan = across::plan(module, first, &variants, group.functions, options)?;
     let parameters = plan.parameters();
+    if !crate::merge::plan::name_is_free(module, in_use, plan.name()) {
+        return None;
+    }
     let name = across::apply(module, plan, &members)?;
     let mut names: Vec<FuncName> = members
         .iter()

@@ -229,7 +229,7 @@ fn a_member_whose_content_differs_from_the_body_is_not_made_a_thunk() {
         self_by_name: false,
     };
     let members = [member("%a"), member("%b")];
-    let shared = super::apply::share(&mut m, &members).expect("a fresh name");
+    let shared = super::apply::share(&mut m, &members, &mut None).expect("a fresh name");
     assert_eq!(shared.members, vec![name("%a")]);
     let b = &m.function(m.resolve(&name("%b")).unwrap()).func;
     assert!(
@@ -322,5 +322,42 @@ fn shared_symbols_name_the_content_and_the_build() {
         "%similar_0123456789abcdef0123456789abcdef",
     ] {
         assert_eq!(shared_symbol(&name(other), "b"), None, "{other}");
+    }
+}
+
+/// `%user` calls a function of another object that is named like the shared body round 2
+/// would make (an import): defining that body would make the call call it. Round 2 shares
+/// nothing under a name the unit already uses, exact or with parameters, and the call still
+/// names an import.
+#[test]
+fn a_shared_body_never_takes_an_imports_name() {
+    let caller_of = |callee: &FuncName| {
+        format!(
+            "function %user(i32) -> i32 {{\n    fn0 = {callee}(i32) -> i32\n\
+             block0(v0: i32):\n    v1 = call fn0(v0)\n    return v1\n}}\n"
+        )
+    };
+    let eight = unit(&["%x"]).replace("iconst.i32 7", "iconst.i32 8");
+    let cases = [
+        (unit(&["%x"]), None),
+        (eight, Some(crate::similar::SimilarOptions::default())),
+    ];
+    for (other, similar) in cases {
+        let other = module(&other);
+        // The name round 2 gives the body, learnt from a unit without the import.
+        let mut plain = module(&unit(&["%a"]));
+        let summary = Summary::combine([Summary::of_module(&plain), Summary::of_module(&other)]);
+        let report = merge_with_summary(&mut plain, &summary, similar.as_ref());
+        assert_eq!(report.shared.len(), 1, "{report:?}");
+        let taken = report.shared[0].shared.clone();
+
+        let mut unit_a = module(&(unit(&["%a"]) + &caller_of(&taken)));
+        let summary = Summary::combine([Summary::of_module(&unit_a), Summary::of_module(&other)]);
+        let report = merge_with_summary(&mut unit_a, &summary, similar.as_ref());
+        assert!(
+            report.shared.iter().all(|s| s.shared != taken),
+            "{taken} is taken: {report:?}"
+        );
+        assert!(unit_a.lookup(&taken).is_none(), "{taken} stays an import");
     }
 }

@@ -138,6 +138,21 @@ pub(crate) fn names_in_use(module: &ClifModule) -> FxHashSet<FuncName> {
     names
 }
 
+/// Whether a new function may take `name`: the module neither defines nor refers to it
+/// ([`names_in_use`], computed at the first question and kept in `in_use`: asked between
+/// definitions, it still holds every name referred to before them, and the module's own
+/// lookup sees the definitions).
+pub(crate) fn name_is_free(
+    module: &ClifModule,
+    in_use: &mut Option<FxHashSet<FuncName>>,
+    name: &FuncName,
+) -> bool {
+    module.lookup(name).is_none()
+        && !in_use
+            .get_or_insert_with(|| names_in_use(module))
+            .contains(name)
+}
+
 /// A fresh testcase name for a private copy of `of`: `%<of>_merged`, numbered if taken.
 fn private_name(of: &FuncName, taken: &mut FxHashSet<FuncName>) -> FuncName {
     let base = match of {

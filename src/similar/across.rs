@@ -176,6 +176,11 @@ impl AcrossPlan {
     pub(crate) fn parameters(&self) -> usize {
         self.layout.count()
     }
+
+    /// The shared body's name.
+    pub(crate) fn name(&self) -> &FuncName {
+        &self.name
+    }
 }
 
 /// The plan for a group whose `variants` (distinct hole vectors, in a content order every unit

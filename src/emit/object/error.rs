@@ -37,6 +37,19 @@ pub enum ObjectError {
     /// cranelift-module refused a definition.
     #[error(transparent)]
     Define(Box<cranelift_module::ModuleError>),
+    /// An alias names a `linkonce` function (the reader refuses one; a module built through
+    /// the library may hold one): the linker may keep another unit's copy of the function and
+    /// drop this one, and the alias with it.
+    #[error(
+        "alias {alias} names {target}, whose linkage is linkonce: the linker may keep another \
+         unit's copy of {target} and drop this one, and the alias with it"
+    )]
+    AliasOfLinkOnce {
+        /// The alias, as in CLIF.
+        alias: String,
+        /// The function it names, as in CLIF.
+        target: String,
+    },
     /// The object could not be written, or read back for the address-significance table.
     #[error("{0}")]
     Write(String),

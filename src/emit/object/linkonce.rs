@@ -24,6 +24,22 @@ use object::write::{Comdat, Object, SymbolId, SymbolSection};
 use object::{ComdatKind, SymbolScope, elf};
 use object::{Endianness, SectionFlags};
 
+/// Refuses an alias of a `linkonce` function: defined in the function's group, it would vanish
+/// with a dropped copy (the reader refuses such aliases; the library's `add_alias` and
+/// `set_linkage` do not check).
+pub(super) fn check_no_alias_of_linkonce(module: &ClifModule) -> Result<(), ObjectError> {
+    for alias in module.aliases() {
+        let target = module.resolve(&alias.target);
+        if target.is_some_and(|id| module.function(id).linkage == SymbolLinkage::LinkOnce) {
+            return Err(ObjectError::AliasOfLinkOnce {
+                alias: alias.name.to_string(),
+                target: alias.target.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Whether `module` has functions of which the linker keeps one copy.
 pub(super) fn has_linkonce(module: &ClifModule) -> bool {
     module

@@ -115,6 +115,7 @@ pub fn write_object(
     removed_by_merge: usize,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput, ObjectError> {
+    linkonce::check_no_alias_of_linkonce(module)?;
     let isa = target::build_isa(options)?;
     let macho = match options.target.binary_format {
         BinaryFormat::Elf => false,

@@ -13,6 +13,17 @@ pub fn symbol_name(name: &FuncName) -> String {
     }
 }
 
+/// The symbol of a defined function or alias: [`symbol_name`], but for a `linkonce` one named
+/// after a shared body's content, whose symbol also names the build. An alias counts too: the
+/// unit's own merge makes a shared body an alias of a private copy when its other members are
+/// preemptible (`--mode aliases`), and that symbol stands for the body as much as a definition.
+fn symbol_of(name: &FuncName, linkage: SymbolLinkage, build: &str) -> String {
+    (linkage == SymbolLinkage::LinkOnce)
+        .then(|| crate::global::shared_symbol(name, build))
+        .flatten()
+        .unwrap_or_else(|| symbol_name(name))
+}
+
 /// What a slot stands for.
 #[derive(Clone, Debug)]
 pub(super) enum SlotKind {
@@ -26,7 +37,8 @@ pub(super) enum SlotKind {
 pub(super) struct Slot {
     pub(super) name: FuncName,
     /// Its symbol in the object: [`symbol_name`], but for a shared body named after its
-    /// content, whose symbol also names the build ([`crate::global::shared_symbol`]).
+    /// content (defined or an alias), whose symbol also names the build
+    /// ([`crate::global::shared_symbol`]).
     pub(super) symbol: String,
     pub(super) kind: SlotKind,
     pub(super) linkage: SymbolLinkage,
@@ -48,11 +60,8 @@ impl Slots {
             index: FxHashMap::default(),
         };
         for (id, mf) in module.iter() {
-            let shared = (mf.linkage == SymbolLinkage::LinkOnce)
-                .then(|| crate::global::shared_symbol(&mf.name, build))
-                .flatten();
             slots.add(Slot {
-                symbol: shared.unwrap_or_else(|| symbol_name(&mf.name)),
+                symbol: symbol_of(&mf.name, mf.linkage, build),
                 name: mf.name.clone(),
                 kind: SlotKind::Defined(id),
                 linkage: mf.linkage,
@@ -65,7 +74,7 @@ impl Slots {
                 .map(|id| module.function(id).func.signature.clone())
                 .unwrap_or_else(|| module.function(module.ids()[0]).func.signature.clone());
             slots.add(Slot {
-                symbol: symbol_name(&alias.name),
+                symbol: symbol_of(&alias.name, alias.linkage, build),
                 name: alias.name.clone(),
                 kind: SlotKind::Alias(alias.target.clone()),
                 linkage: alias.linkage,

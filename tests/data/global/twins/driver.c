@@ -6,6 +6,7 @@ int64_t ext_scale(int64_t x) { return x * 5 + 1; }
 extern int64_t mix_a(int64_t), mix_c(int64_t);
 extern int64_t wide_a(int64_t, int64_t), wide_b(int64_t, int64_t), wide_c(int64_t, int64_t);
 extern int64_t nan_a(int64_t, int64_t), nan_b(int64_t, int64_t), nan_c(int64_t, int64_t);
+extern int64_t nan_pa(int64_t, int64_t), nan_pb(int64_t, int64_t);
 int main(void) {
     uint64_t x = 0x9e3779b97f4a7c15u;
     for (int i = 0; i < 20; i++) {
@@ -21,5 +22,6 @@ int main(void) {
            nan_c(nan, one));
     printf("%" PRIx64 " %" PRIx64 " %" PRIx64 "\n", nan_a(one, one), nan_b(one, one),
            nan_c(one, one));
+    printf("%" PRIx64 " %" PRIx64 "\n", nan_pa(nan, one), nan_pb(nan, one));
     return 0;
 }
