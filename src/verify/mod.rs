@@ -39,6 +39,7 @@
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
 
 mod inputs;
+mod memory;
 mod names;
 mod outcome;
 mod report;
@@ -46,14 +47,14 @@ mod run;
 mod state;
 mod valid;
 
-pub use outcome::{ImportCall, Mismatch, Outcome, Run, Trap};
+pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
 use crate::merge::{Action, MergeReport};
 use crate::module::{ClifModule, FuncName, ModuleFunction};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv};
+use inputs::{Rng, arguments, fnv, mix};
 use names::{Names, Stubs};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -202,14 +203,8 @@ fn no_counterpart(
         function: mf.name.clone(),
         ran_as,
         args: Vec::new(),
-        original: Run {
-            outcome: Outcome::NotRunnable("not run".into()),
-            imports: Vec::new(),
-        },
-        merged: Run {
-            outcome: Outcome::NotRunnable(problem),
-            imports: Vec::new(),
-        },
+        original: Run::not_run(Outcome::NotRunnable("not run".into())),
+        merged: Run::not_run(Outcome::NotRunnable(problem)),
     }
 }
 
@@ -235,19 +230,24 @@ fn check_function<'a>(
             break;
         }
         let args = arguments(&types, run, inconclusive >= 2, &mut rng);
-        let a = sides[0].run(func, &args, options);
-        let b = sides[1].run(target, &args, options);
+        let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
+        let a = sides[0].run(func, &args, options, memory_seed);
         out.runs += 1;
-        if a.outcome.is_inconclusive() || b.outcome.is_inconclusive() {
+        if a.outcome.is_inconclusive() {
+            // Inconclusive whatever the merged side does: not run (the costliest runs).
             out.inconclusive += 1;
             inconclusive += 1;
-        } else if a.outcome.is_unsupported() && b.outcome.is_unsupported()
-            || matches!(b.outcome, Outcome::NoSymbolAddress(_))
-        {
-            // A similar member's thunk takes the address of a symbol it passes before the shared
-            // body runs, where the original may never have needed it: the merged side stopping
-            // at a symbol's address says nothing about the merge.
+            continue;
+        }
+        let b = sides[1].run(target, &args, options, memory_seed);
+        if b.outcome.is_inconclusive() {
+            out.inconclusive += 1;
+            inconclusive += 1;
+        } else if a.outcome.is_unsupported() && b.outcome.is_unsupported() {
             out.unsupported += 1;
+            *out.unsupported_at
+                .entry(sides[0].unsupported_at.clone())
+                .or_default() += 1;
         } else if !a.same_as(&b) {
             // (Otherwise an unsupported run on one side only is a mismatch: both sides run the
             // same bodies, so the interpreter should fail on both.)
@@ -277,11 +277,8 @@ pub fn run_function(
     let stubs = Stubs::new(module, &names.names);
     let mut side = Side::new(module, &names, &stubs);
     match module.resolve(name) {
-        Some(id) => side.run(&module.function(id).func, args, options),
-        None => Run {
-            outcome: Outcome::NotRunnable(format!("{name} is not defined")),
-            imports: Vec::new(),
-        },
+        Some(id) => side.run(&module.function(id).func, args, options, options.seed),
+        None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),
     }
 }
 
