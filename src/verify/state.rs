@@ -343,7 +343,7 @@ impl<'a> State<'a> for Machine<'a> {
             _ => {
                 let slot = FuncName::of_external(name, func)
                     .and_then(|n| self.slot_of.get(&n))
-                    .ok_or_else(|| MemoryError::InvalidAddress(DataValue::I64(0)))?;
+                    .ok_or(MemoryError::InvalidAddress(DataValue::I64(0)))?;
                 (AddressFunctionEntry::UserFunction, u64::from(*slot))
             }
         };
