@@ -18,22 +18,28 @@
 //!   module — and is the same value on both sides; calling through it runs the slot's function.
 //!   (So in `--mode aliases`, where the merge makes `%g` an alias of `%f` and the two addresses
 //!   equal, comparing them is not reported as a difference: that is what the mode intends.)
-//! - An import (a name the module refers to but does not define) is modelled as a pure function:
-//!   its results are a hash of its name and arguments. Every call to an import is recorded, and
-//!   the two sequences of calls must be equal.
+//! - Functions that are not run — an import (a name the module refers to but does not define),
+//!   a libcall, a `call_indirect` whose address is no function of the module — are modelled as
+//!   pure functions: their results are a hash of the callee and the arguments (mostly small
+//!   numbers). Every such call is recorded, and the two sequences of calls must be equal.
+//! - Memory is lazily filled (`memory.rs`): a byte nothing stored to reads as a hash of its
+//!   address and the run's seed, the same on both sides; every store is recorded and the two
+//!   sequences of stores must be equal. Stack slots are laid out per frame; a stack address, in
+//!   a result, a store or a call's argument, is compared as (slot, offset), since the frames of
+//!   the two sides need not be at the same place. A `symbol`'s address is a hash of its name
+//!   (a function's: its slot's address). Memory is mapped below 16 MiB, at the stack and at
+//!   symbols; an access that may trap (no `notrap`) anywhere else traps with its trap code.
 //! - A name one side does not have at all (a function the merge removed, a private copy it
 //!   added) is *absent* on that side: calling it is a *dangling call*, which never matches a
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
-//!   the instructions run (`fuel`), on the depth of calls, and on the interpreter's stack, so
-//!   that every run ends. A run in which either side hits a limit is *inconclusive*; one in
-//!   which the interpreter cannot run an instruction (it panics or reports an error, e.g. for
-//!   memory outside its stack) is *unsupported*. Neither counts as a mismatch — but a run
-//!   unsupported on one side only does, since both sides run the same bodies. Except one: the
-//!   interpreter has no addresses of `symbol`s, and a similar member's thunk takes the address
-//!   it passes before anything runs, where the original may never have needed it; a run whose
-//!   merged side stops at a symbol's address is unsupported. A function whose runs keep being
-//!   inconclusive is run with small arguments, then no more.
+//!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
+//!   ends. A run in which either side hits a limit is *inconclusive* (when the original does,
+//!   the merged side is not run); one in which the interpreter cannot run an instruction (it
+//!   panics or reports an error) is *unsupported*, counted by opcode in the summary. Neither
+//!   counts as a mismatch — but a run unsupported on one side only does, since both sides run
+//!   the same bodies. A function whose runs keep being inconclusive is run with small
+//!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
