@@ -112,30 +112,52 @@ pub fn verify_merge(
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
-    let mut sides = [
-        Side::new(original, &names, &stubs_a),
-        Side::new(merged, &names, &stubs_b),
-    ];
-
+    let functions: Vec<&ModuleFunction> = original.functions().collect();
+    // Pieces of functions checked on the pool, each with its own two sides, then reported in
+    // module order: the report is the same whatever the threads.
+    let pieces: Vec<&[&ModuleFunction]> = functions.chunks(64).collect();
+    let reports = crate::parallel::map_large(&pieces, |piece| {
+        let mut sides = [
+            Side::new(original, &names, &stubs_a),
+            Side::new(merged, &names, &stubs_b),
+        ];
+        let mut out = VerifyReport::default();
+        for mf in piece.iter() {
+            check_or_skip(&mut out, &mut sides, mf, merged, &removed, options);
+        }
+        out
+    });
     let mut out = VerifyReport {
         mismatches: valid::invalid_functions(original, merged),
         ..VerifyReport::default()
     };
-    for mf in original.functions() {
-        let func = &mf.func;
-        if !runnable_signature(&func.signature) {
-            out.skipped += 1;
-            out.unchecked += 1;
-            continue;
-        }
-        out.functions += 1;
-        let (target, ran_as) = counterpart(merged, &mf.name, &removed);
-        match target.filter(|t| t.signature == func.signature) {
-            Some(target) => check_function(&mut out, &mut sides, mf, target, ran_as, options),
-            None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
-        }
+    for piece in reports {
+        out.absorb(piece);
     }
     out
+}
+
+/// Checks `mf` against its counterpart in `merged`, or counts it as skipped.
+fn check_or_skip<'a>(
+    out: &mut VerifyReport,
+    sides: &mut [Side<'a>; 2],
+    mf: &'a ModuleFunction,
+    merged: &'a ClifModule,
+    removed: &FxHashMap<FuncName, FuncName>,
+    options: &VerifyOptions,
+) {
+    let func = &mf.func;
+    if !runnable_signature(&func.signature) {
+        out.skipped += 1;
+        out.unchecked += 1;
+        return;
+    }
+    out.functions += 1;
+    let (target, ran_as) = counterpart(merged, &mf.name, removed);
+    match target.filter(|t| t.signature == func.signature) {
+        Some(target) => check_function(out, sides, mf, target, ran_as, options),
+        None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
+    }
 }
 
 /// `merged` with a stand-in for every member a similar merge removed (a thunk passing its

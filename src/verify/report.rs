@@ -82,6 +82,23 @@ impl VerifyReport {
 }
 
 impl VerifyReport {
+    /// Adds what `other` found (functions after this report's).
+    pub(super) fn absorb(&mut self, other: VerifyReport) {
+        self.functions += other.functions;
+        self.runs += other.runs;
+        self.inconclusive += other.inconclusive;
+        self.unsupported += other.unsupported;
+        for (what, n) in other.unsupported_at {
+            *self.unsupported_at.entry(what).or_default() += n;
+        }
+        self.skipped += other.skipped;
+        self.cut_short += other.cut_short;
+        self.fully_checked += other.fully_checked;
+        self.partly_checked += other.partly_checked;
+        self.unchecked += other.unchecked;
+        self.mismatches.extend(other.mismatches);
+    }
+
     /// Counts a function as fully, partly or not checked, from its `runs` (out of `planned`),
     /// `incomplete` of which did not run to the end on both sides.
     pub(super) fn count_coverage(&mut self, runs: usize, incomplete: usize, planned: usize) {
