@@ -118,6 +118,10 @@ struct Opts {
     #[arg(long)]
     verify: bool,
 
+    /// With --verify, the argument tuples run per function (default: 64).
+    #[arg(long, value_name = "N", requires = "verify")]
+    verify_runs: Option<std::num::NonZeroUsize>,
+
     /// Global merging, round 2: the combined summary of every unit of the program (from
     /// `summarize` and `combine`); functions another unit also holds become thunks to shared
     /// bodies that the linker keeps once.
@@ -341,7 +345,13 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
     Ok(PipelineOptions {
         mode,
         similar,
-        verify: opts.verify.then(clif_merge::verify::VerifyOptions::default),
+        verify: opts.verify.then(|| {
+            let mut verify = clif_merge::verify::VerifyOptions::default();
+            if let Some(runs) = opts.verify_runs {
+                verify.runs = runs.get();
+            }
+            verify
+        }),
         object,
         size_baseline: opts.size_baseline,
         emit_clif: opts.emit_clif.is_some(),

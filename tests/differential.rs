@@ -997,3 +997,116 @@ fn global_round_two_units_behave_the_same_in_the_interpreter() {
         "only {with_parameters} with parameters"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// (e) Real code: memory through pointers, calls not run, stack addresses.
+
+/// Two equal functions in the shape of Wasmtime's code: loads through `vmctx` (lazily filled
+/// memory), a store, a `call_indirect` on a loaded pointer (a function not run) and an import
+/// given a stack address; %c calls %b.
+const REAL_SHAPED: &str = "
+function %a(i64 vmctx, i32) -> i32 {
+    ss0 = explicit_slot 16
+    sig0 = (i64, i32) -> i32
+    fn0 = %ext(i64) -> i64
+block0(v0: i64, v1: i32):
+    v2 = load.i64 notrap aligned v0+8
+    v3 = uextend.i64 v1
+    v4 = iadd v2, v3
+    v5 = load.i32 notrap v4
+    v6 = iconst.i32 7
+    v7 = iadd v5, v6
+    store notrap v7, v4+4
+    v8 = load.i64 notrap v0+16
+    v9 = call_indirect sig0, v8(v0, v7)
+    v10 = stack_addr.i64 ss0
+    store notrap v9, v10
+    v11 = call fn0(v10)
+    v12 = ireduce.i32 v11
+    v13 = iadd v9, v12
+    return v13
+}
+
+function %b(i64 vmctx, i32) -> i32 {
+    ss0 = explicit_slot 16
+    sig0 = (i64, i32) -> i32
+    fn0 = %ext(i64) -> i64
+block0(v0: i64, v1: i32):
+    v2 = load.i64 notrap aligned v0+8
+    v3 = uextend.i64 v1
+    v4 = iadd v2, v3
+    v5 = load.i32 notrap v4
+    v6 = iconst.i32 7
+    v7 = iadd v5, v6
+    store notrap v7, v4+4
+    v8 = load.i64 notrap v0+16
+    v9 = call_indirect sig0, v8(v0, v7)
+    v10 = stack_addr.i64 ss0
+    store notrap v9, v10
+    v11 = call fn0(v10)
+    v12 = ireduce.i32 v11
+    v13 = iadd v9, v12
+    return v13
+}
+
+function %c(i64 vmctx, i32) -> i32 {
+    fn0 = %b(i64 vmctx, i32) -> i32
+block0(v0: i64, v1: i32):
+    v2 = call fn0(v0, v1)
+    return v2
+}
+";
+
+#[test]
+fn real_shaped_code_runs_to_the_end_and_a_correct_merge_matches() {
+    let original = module_from_text(REAL_SHAPED, &[]);
+    for mode in MODES {
+        let (merged, report) = merged(&original, mode);
+        assert_eq!(report.merged, 1, "{report:?}");
+        let v = verify_merge(&original, &merged, &report, &test_options());
+        assert!(v.is_ok(), "{}: {:?}", v.summary(), v.mismatches);
+        assert_eq!(v.unsupported, 0, "{}", v.summary());
+        assert_eq!(v.inconclusive, 0, "{}", v.summary());
+        assert_eq!(v.fully_checked, 3, "{}", v.summary());
+    }
+}
+
+#[test]
+fn a_corrupted_store_in_real_shaped_code_is_reported() {
+    let original = module_from_text(REAL_SHAPED, &[]);
+    let (mut merged, report) = merged(&original, Mode::Safe);
+    let kept = report.classes[0].kept.clone();
+    // The constant 7 is stored, and passed to the call_indirect target, which is not run.
+    assert!(corrupt_constant(&mut merged, &kept, 0, 1));
+    let v = verify_merge(&original, &merged, &report, &test_options());
+    assert!(!v.is_ok(), "{}", v.summary());
+    let text = v.mismatches[0].to_string();
+    assert!(
+        text.contains("stores differ") || text.contains("calls differ") || text.contains("returns"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unsupported_runs_are_named_by_opcode() {
+    let text = "
+function %a(i64) -> i64 {
+block0(v0: i64):
+    v1 = get_frame_pointer.i64
+    v2 = iadd v0, v1
+    return v2
+}
+";
+    let original = module_from_text(text, &[]);
+    let (merged, report) = merged(&original, Mode::Safe);
+    let v = verify_merge(&original, &merged, &report, &test_options());
+    assert_eq!(v.unsupported, test_options().runs);
+    assert!(
+        v.summary().ends_with(&format!(
+            "; unsupported: get_frame_pointer {}",
+            test_options().runs
+        )),
+        "{}",
+        v.summary()
+    );
+}

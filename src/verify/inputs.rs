@@ -109,6 +109,14 @@ impl Rng {
     }
 }
 
+/// A value made from the hash `h`: one in eight is `h` itself (all bits random), the others a
+/// small number (0 to 16). For what a run reads from memory and what functions not run return:
+/// real code uses them as lengths, counts and pointers, and random ones would make most loops
+/// run out of fuel.
+pub(super) fn small_mostly(h: u64) -> u64 {
+    if h & 7 == 0 { h } else { (h >> 32) % 17 }
+}
+
 pub(super) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -18,27 +18,34 @@
 //!   module — and is the same value on both sides; calling through it runs the slot's function.
 //!   (So in `--mode aliases`, where the merge makes `%g` an alias of `%f` and the two addresses
 //!   equal, comparing them is not reported as a difference: that is what the mode intends.)
-//! - An import (a name the module refers to but does not define) is modelled as a pure function:
-//!   its results are a hash of its name and arguments. Every call to an import is recorded, and
-//!   the two sequences of calls must be equal.
+//! - Functions that are not run — an import (a name the module refers to but does not define),
+//!   a libcall, a `call_indirect` whose address is no function of the module — are modelled as
+//!   pure functions: their results are a hash of the callee and the arguments (mostly small
+//!   numbers). Every such call is recorded, and the two sequences of calls must be equal.
+//! - Memory is lazily filled (`memory.rs`): a byte nothing stored to reads as a hash of its
+//!   address and the run's seed, the same on both sides; every store is recorded and the two
+//!   sequences of stores must be equal. Stack slots are laid out per frame; a stack address, in
+//!   a result, a store or a call's argument, is compared as (slot, offset), since the frames of
+//!   the two sides need not be at the same place. A `symbol`'s address is a hash of its name
+//!   (a function's: its slot's address). Memory is mapped below 16 MiB, at the stack and at
+//!   symbols; an access that may trap (no `notrap`) anywhere else traps with its trap code.
 //! - A name one side does not have at all (a function the merge removed, a private copy it
 //!   added) is *absent* on that side: calling it is a *dangling call*, which never matches a
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
-//!   the instructions run (`fuel`), on the depth of calls, and on the interpreter's stack, so
-//!   that every run ends. A run in which either side hits a limit is *inconclusive*; one in
-//!   which the interpreter cannot run an instruction (it panics or reports an error, e.g. for
-//!   memory outside its stack) is *unsupported*. Neither counts as a mismatch — but a run
-//!   unsupported on one side only does, since both sides run the same bodies. Except one: the
-//!   interpreter has no addresses of `symbol`s, and a similar member's thunk takes the address
-//!   it passes before anything runs, where the original may never have needed it; a run whose
-//!   merged side stops at a symbol's address is unsupported. A function whose runs keep being
-//!   inconclusive is run with small arguments, then no more.
+//!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
+//!   ends. A run in which either side hits a limit is *inconclusive* (when the original does,
+//!   the merged side is not run); one in which the interpreter cannot run an instruction (it
+//!   panics or reports an error) is *unsupported*, counted by opcode in the summary. Neither
+//!   counts as a mismatch — but a run unsupported on one side only does, since both sides run
+//!   the same bodies. A function whose runs keep being inconclusive is run with small
+//!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
 
 mod inputs;
+mod memory;
 mod names;
 mod outcome;
 mod report;
@@ -46,14 +53,14 @@ mod run;
 mod state;
 mod valid;
 
-pub use outcome::{ImportCall, Mismatch, Outcome, Run, Trap};
+pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
 use crate::merge::{Action, MergeReport};
 use crate::module::{ClifModule, FuncName, ModuleFunction};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv};
+use inputs::{Rng, arguments, fnv, mix};
 use names::{Names, Stubs};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -105,30 +112,52 @@ pub fn verify_merge(
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
-    let mut sides = [
-        Side::new(original, &names, &stubs_a),
-        Side::new(merged, &names, &stubs_b),
-    ];
-
+    let functions: Vec<&ModuleFunction> = original.functions().collect();
+    // Pieces of functions checked on the pool, each with its own two sides, then reported in
+    // module order: the report is the same whatever the threads.
+    let pieces: Vec<&[&ModuleFunction]> = functions.chunks(64).collect();
+    let reports = crate::parallel::map_large(&pieces, |piece| {
+        let mut sides = [
+            Side::new(original, &names, &stubs_a),
+            Side::new(merged, &names, &stubs_b),
+        ];
+        let mut out = VerifyReport::default();
+        for mf in piece.iter() {
+            check_or_skip(&mut out, &mut sides, mf, merged, &removed, options);
+        }
+        out
+    });
     let mut out = VerifyReport {
         mismatches: valid::invalid_functions(original, merged),
         ..VerifyReport::default()
     };
-    for mf in original.functions() {
-        let func = &mf.func;
-        if !runnable_signature(&func.signature) {
-            out.skipped += 1;
-            out.unchecked += 1;
-            continue;
-        }
-        out.functions += 1;
-        let (target, ran_as) = counterpart(merged, &mf.name, &removed);
-        match target.filter(|t| t.signature == func.signature) {
-            Some(target) => check_function(&mut out, &mut sides, mf, target, ran_as, options),
-            None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
-        }
+    for piece in reports {
+        out.absorb(piece);
     }
     out
+}
+
+/// Checks `mf` against its counterpart in `merged`, or counts it as skipped.
+fn check_or_skip<'a>(
+    out: &mut VerifyReport,
+    sides: &mut [Side<'a>; 2],
+    mf: &'a ModuleFunction,
+    merged: &'a ClifModule,
+    removed: &FxHashMap<FuncName, FuncName>,
+    options: &VerifyOptions,
+) {
+    let func = &mf.func;
+    if !runnable_signature(&func.signature) {
+        out.skipped += 1;
+        out.unchecked += 1;
+        return;
+    }
+    out.functions += 1;
+    let (target, ran_as) = counterpart(merged, &mf.name, removed);
+    match target.filter(|t| t.signature == func.signature) {
+        Some(target) => check_function(out, sides, mf, target, ran_as, options),
+        None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
+    }
 }
 
 /// `merged` with a stand-in for every member a similar merge removed (a thunk passing its
@@ -202,14 +231,8 @@ fn no_counterpart(
         function: mf.name.clone(),
         ran_as,
         args: Vec::new(),
-        original: Run {
-            outcome: Outcome::NotRunnable("not run".into()),
-            imports: Vec::new(),
-        },
-        merged: Run {
-            outcome: Outcome::NotRunnable(problem),
-            imports: Vec::new(),
-        },
+        original: Run::not_run(Outcome::NotRunnable("not run".into())),
+        merged: Run::not_run(Outcome::NotRunnable(problem)),
     }
 }
 
@@ -235,19 +258,24 @@ fn check_function<'a>(
             break;
         }
         let args = arguments(&types, run, inconclusive >= 2, &mut rng);
-        let a = sides[0].run(func, &args, options);
-        let b = sides[1].run(target, &args, options);
+        let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
+        let a = sides[0].run(func, &args, options, memory_seed);
         out.runs += 1;
-        if a.outcome.is_inconclusive() || b.outcome.is_inconclusive() {
+        if a.outcome.is_inconclusive() {
+            // Inconclusive whatever the merged side does: not run (the costliest runs).
             out.inconclusive += 1;
             inconclusive += 1;
-        } else if a.outcome.is_unsupported() && b.outcome.is_unsupported()
-            || matches!(b.outcome, Outcome::NoSymbolAddress(_))
-        {
-            // A similar member's thunk takes the address of a symbol it passes before the shared
-            // body runs, where the original may never have needed it: the merged side stopping
-            // at a symbol's address says nothing about the merge.
+            continue;
+        }
+        let b = sides[1].run(target, &args, options, memory_seed);
+        if b.outcome.is_inconclusive() {
+            out.inconclusive += 1;
+            inconclusive += 1;
+        } else if a.outcome.is_unsupported() && b.outcome.is_unsupported() {
             out.unsupported += 1;
+            *out.unsupported_at
+                .entry(sides[0].unsupported_at.clone())
+                .or_default() += 1;
         } else if !a.same_as(&b) {
             // (Otherwise an unsupported run on one side only is a mismatch: both sides run the
             // same bodies, so the interpreter should fail on both.)
@@ -277,11 +305,8 @@ pub fn run_function(
     let stubs = Stubs::new(module, &names.names);
     let mut side = Side::new(module, &names, &stubs);
     match module.resolve(name) {
-        Some(id) => side.run(&module.function(id).func, args, options),
-        None => Run {
-            outcome: Outcome::NotRunnable(format!("{name} is not defined")),
-            imports: Vec::new(),
-        },
+        Some(id) => side.run(&module.function(id).func, args, options, options.seed),
+        None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),
     }
 }
 

@@ -1,5 +1,5 @@
-//! How a run ends, the imports it called, and a difference between the two sides, with the
-//! text they are reported in.
+//! How a run ends, the calls it made to functions that are not run and the stores it made, and
+//! a difference between the two sides, with the text they are reported in.
 
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
@@ -63,9 +63,6 @@ pub enum Outcome {
     TooDeep,
     /// The interpreter cannot run something on the way (reason).
     Unsupported(String),
-    /// The interpreter has no address for this `symbol` (a global value's symbol, which it
-    /// cannot resolve): also unsupported.
-    NoSymbolAddress(String),
 }
 
 impl Outcome {
@@ -76,17 +73,14 @@ impl Outcome {
 
     /// Whether the interpreter could not run something on the way.
     pub fn is_unsupported(&self) -> bool {
-        matches!(self, Outcome::Unsupported(_) | Outcome::NoSymbolAddress(_))
+        matches!(self, Outcome::Unsupported(_))
     }
 
     /// The same end: results equal bit for bit, or the same trap.
     pub(super) fn same_as(&self, other: &Outcome) -> bool {
         match (self, other) {
             (Outcome::Returned(a), Outcome::Returned(b)) => {
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b)
-                        .all(|(x, y)| x.ty() == y.ty() && x.bitwise_eq(y))
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
             }
             (Outcome::Trapped(a), Outcome::Trapped(b)) => a == b,
             (Outcome::Dangling(a), Outcome::Dangling(b)) => a == b,
@@ -108,10 +102,6 @@ impl fmt::Display for Outcome {
             Outcome::OutOfFuel => write!(f, "runs out of fuel"),
             Outcome::TooDeep => write!(f, "calls too deep"),
             Outcome::Unsupported(why) => write!(f, "unsupported by the interpreter: {why}"),
-            Outcome::NoSymbolAddress(name) => write!(
-                f,
-                "unsupported by the interpreter: the address of the symbol {name}"
-            ),
         }
     }
 }
@@ -136,38 +126,109 @@ fn write_value(f: &mut fmt::Formatter<'_>, v: &DataValue) -> fmt::Result {
     }
 }
 
-/// A call to an import, as recorded.
+/// A function a call reached that is not run, but answered with a hash of its identity and
+/// arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Callee {
+    /// A name the module refers to but does not define.
+    Import(FuncName),
+    /// A libcall (or a known symbol), by name.
+    LibCall(String),
+    /// A `call_indirect` target that is no function of the module: the address called (a
+    /// stack address as `STACK_TAG | slot << 32 | offset`).
+    Address(u64),
+}
+
+impl fmt::Display for Callee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Callee::Import(name) => write!(f, "{name}"),
+            Callee::LibCall(name) => write!(f, "libcall {name}"),
+            Callee::Address(a) => write!(f, "*0x{a:x}"),
+        }
+    }
+}
+
+/// A call to a function that is not run, as recorded.
 #[derive(Clone, Debug)]
 pub struct ImportCall {
-    /// The import called.
-    pub name: FuncName,
-    /// Its arguments.
+    /// What was called.
+    pub callee: Callee,
+    /// Its arguments (stack addresses as (slot, offset), see [`Store`]).
     pub args: Vec<DataValue>,
 }
 
-/// One run: how it ended, and the imports it called.
+/// A store to memory, as recorded. A stack address, as an address or as the value stored, is
+/// written `STACK_TAG | slot << 32 | offset` (an i64): the frames of the two sides need not be
+/// at the same place.
+#[derive(Clone, Debug)]
+pub struct Store {
+    /// Where.
+    pub address: DataValue,
+    /// What.
+    pub value: DataValue,
+}
+
+impl Store {
+    fn same_as(&self, other: &Store) -> bool {
+        same_value(&self.address, &other.address) && same_value(&self.value, &other.value)
+    }
+}
+
+impl fmt::Display for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        write_value(f, &self.address)?;
+        write!(f, "] = ")?;
+        write_value(f, &self.value)
+    }
+}
+
+/// One run: how it ended, the functions it called that are not run, and its stores.
 #[derive(Clone, Debug)]
 pub struct Run {
     /// How it ended.
     pub outcome: Outcome,
-    /// The imports it called, in order.
+    /// The calls to functions not run (imports, libcalls, unknown addresses), in order.
     pub imports: Vec<ImportCall>,
+    /// The stores to memory, in order.
+    pub stores: Vec<Store>,
 }
 
 impl Run {
-    /// Whether both runs ended the same way having called the same imports with the same
-    /// arguments.
-    pub(super) fn same_as(&self, other: &Run) -> bool {
-        self.outcome.same_as(&other.outcome) && same_imports(&self.imports, &other.imports)
+    /// A run that did not start.
+    pub(super) fn not_run(outcome: Outcome) -> Run {
+        Run {
+            outcome,
+            imports: Vec::new(),
+            stores: Vec::new(),
+        }
     }
+
+    /// Whether both runs ended the same way having called the same functions with the same
+    /// arguments and stored the same values at the same addresses in the same order.
+    pub(super) fn same_as(&self, other: &Run) -> bool {
+        self.outcome.same_as(&other.outcome)
+            && same_imports(&self.imports, &other.imports)
+            && self.stores.len() == other.stores.len()
+            && self
+                .stores
+                .iter()
+                .zip(&other.stores)
+                .all(|(a, b)| a.same_as(b))
+    }
+}
+
+fn same_value(a: &DataValue, b: &DataValue) -> bool {
+    a.ty() == b.ty() && a.bitwise_eq(b)
 }
 
 fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            x.name == y.name
+            x.callee == y.callee
                 && x.args.len() == y.args.len()
-                && x.args.iter().zip(&y.args).all(|(p, q)| p.bitwise_eq(q))
+                && x.args.iter().zip(&y.args).all(|(p, q)| same_value(p, q))
         })
 }
 
@@ -202,15 +263,29 @@ impl fmt::Display for Mismatch {
             ": original {}, merged {}",
             self.original.outcome, self.merged.outcome
         )?;
-        if self.original.outcome.same_as(&self.merged.outcome) {
-            write!(
+        if !self.original.outcome.same_as(&self.merged.outcome) {
+            return Ok(());
+        }
+        if !same_imports(&self.original.imports, &self.merged.imports) {
+            return write!(
                 f,
-                "; imports called differ: original {}, merged {}",
+                "; calls differ: original {}, merged {}",
                 describe_imports(&self.original.imports),
                 describe_imports(&self.merged.imports)
-            )?;
+            );
         }
-        Ok(())
+        let (a, b) = (&self.original.stores, &self.merged.stores);
+        let first = a.iter().zip(b).position(|(x, y)| !x.same_as(y));
+        let shown = |s: Option<&Store>| s.map_or("none".to_string(), |s| s.to_string());
+        let i = first.unwrap_or(a.len().min(b.len()));
+        write!(
+            f,
+            "; stores differ: {} and {} stores, store {i}: original {}, merged {}",
+            a.len(),
+            b.len(),
+            shown(a.get(i)),
+            shown(b.get(i))
+        )
     }
 }
 
@@ -223,7 +298,7 @@ fn describe_imports(calls: &[ImportCall]) -> String {
                 if i > 0 {
                     write!(f, ", ")?;
                 }
-                write!(f, "{}", c.name)?;
+                write!(f, "{}", c.callee)?;
                 write_values(f, &c.args)?;
             }
             write!(f, "]")

@@ -1,6 +1,7 @@
 //! What the check found, over the whole module.
 
 use super::outcome::Mismatch;
+use std::collections::BTreeMap;
 
 /// What the check found.
 #[derive(Clone, Debug, Default)]
@@ -13,6 +14,8 @@ pub struct VerifyReport {
     pub inconclusive: usize,
     /// Runs the interpreter could not complete on a side.
     pub unsupported: usize,
+    /// What the unsupported runs stopped at (an opcode, or what else), and how many.
+    pub unsupported_at: BTreeMap<String, usize>,
     /// Defined functions not run: a signature the interpreter cannot call.
     pub skipped: usize,
     /// Functions whose runs stopped early, after `max_inconclusive` inconclusive ones.
@@ -34,9 +37,10 @@ impl VerifyReport {
     }
 
     /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped);
-    /// F fully checked, P partly, Z not at all`
+    /// F fully checked, P partly, Z not at all`, then what the unsupported runs stopped at, most
+    /// frequent first (`; unsupported: get_frame_pointer 12, ...`).
     pub fn summary(&self) -> String {
-        format!(
+        let mut text = format!(
             "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, \
              {} skipped); {} fully checked, {} partly, {} not at all",
             self.functions,
@@ -48,7 +52,14 @@ impl VerifyReport {
             self.fully_checked,
             self.partly_checked,
             self.unchecked
-        )
+        );
+        let mut at: Vec<(&String, &usize)> = self.unsupported_at.iter().collect();
+        at.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (i, (what, n)) in at.iter().enumerate() {
+            text.push_str(if i == 0 { "; unsupported: " } else { ", " });
+            text.push_str(&format!("{what} {n}"));
+        }
+        text
     }
 
     /// Runs that ran to the end on both sides.
@@ -71,6 +82,23 @@ impl VerifyReport {
 }
 
 impl VerifyReport {
+    /// Adds what `other` found (functions after this report's).
+    pub(super) fn absorb(&mut self, other: VerifyReport) {
+        self.functions += other.functions;
+        self.runs += other.runs;
+        self.inconclusive += other.inconclusive;
+        self.unsupported += other.unsupported;
+        for (what, n) in other.unsupported_at {
+            *self.unsupported_at.entry(what).or_default() += n;
+        }
+        self.skipped += other.skipped;
+        self.cut_short += other.cut_short;
+        self.fully_checked += other.fully_checked;
+        self.partly_checked += other.partly_checked;
+        self.unchecked += other.unchecked;
+        self.mismatches.extend(other.mismatches);
+    }
+
     /// Counts a function as fully, partly or not checked, from its `runs` (out of `planned`),
     /// `incomplete` of which did not run to the end on both sides.
     pub(super) fn count_coverage(&mut self, runs: usize, incomplete: usize, planned: usize) {

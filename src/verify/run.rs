@@ -2,25 +2,29 @@
 //! followed here so that every run ends.
 
 use super::VerifyOptions;
-use super::inputs::{fnv, mix, value_of_bits};
+use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::names::{Names, StubKind, Stubs};
-use super::outcome::{ImportCall, Outcome, Run, Trap};
-use super::state::SlotState;
+use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
+use super::state::{Machine, raw_of};
 use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{Function, GlobalValueData, Inst, InstructionData};
+use cranelift_codegen::ir::{ExternalName, Function, Inst, InstructionData, Opcode, Signature};
+use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion};
 use cranelift_interpreter::environment::FunctionStore;
 use cranelift_interpreter::instruction::DfgInstructionContext;
-use cranelift_interpreter::interpreter::InterpreterState;
 use cranelift_interpreter::state::State;
 use cranelift_interpreter::step::{ControlFlow, step};
 use rustc_hash::FxHashMap;
 
 /// One module, ready to run.
 pub(super) struct Side<'a> {
-    state: SlotState<'a>,
+    state: Machine<'a>,
     /// The stand-ins, by address.
     stubs: FxHashMap<*const Function, (&'a FuncName, &'a StubKind)>,
+    /// The instruction running (to name what the interpreter could not run).
+    at: Option<(&'a Function, Inst)>,
+    /// What the last unsupported run stopped at: an opcode, or what else it was.
+    pub(super) unsupported_at: String,
 }
 
 impl<'a> Side<'a> {
@@ -43,23 +47,25 @@ impl<'a> Side<'a> {
             .map(|(n, k, f)| (f as *const Function, (n, k)))
             .collect();
         Side {
-            state: SlotState {
-                inner: InterpreterState::default().with_function_store(store),
-                slot_of: &names.slot_of,
-                slot_fn: slot_functions(names, &resolved),
-            },
+            state: Machine::new(store, &names.slot_of, slot_functions(names, &resolved)),
             stubs,
+            at: None,
+            unsupported_at: String::new(),
         }
     }
 
-    /// Runs `entry` on `args`; a panic inside the interpreter is an unsupported run.
+    /// Runs `entry` on `args`, memory nothing stored to derived from `memory_seed`; a panic
+    /// inside the interpreter is an unsupported run.
     pub(super) fn run(
         &mut self,
         entry: &'a Function,
         args: &[DataValue],
         options: &VerifyOptions,
+        memory_seed: u64,
     ) -> Run {
         let mut imports = Vec::new();
+        self.state.reset(memory_seed);
+        self.at = None;
         let result = crate::guard::catch(|| self.execute(entry, args, options, &mut imports));
         let outcome = match result {
             Ok(outcome) => outcome,
@@ -67,16 +73,19 @@ impl<'a> Side<'a> {
                 crate::guard::panic_message(&*panic).unwrap_or_else(|| "panic".to_string()),
             ),
         };
-        self.reset();
-        Run { outcome, imports }
-    }
-
-    fn reset(&mut self) {
-        let inner = &mut self.state.inner;
-        inner.frame_stack.clear();
-        inner.stack.clear();
-        inner.frame_offset = 0;
-        inner.pinned_reg = DataValue::I64(0);
+        if let Outcome::Unsupported(why) = &outcome {
+            self.unsupported_at = match self.at {
+                Some((func, inst)) => func.dfg.insts[inst].opcode().to_string(),
+                None => why.split(':').next().unwrap_or(why).to_string(),
+            };
+        }
+        let stores = std::mem::take(&mut self.state.stores);
+        self.state.reset(0);
+        Run {
+            outcome,
+            imports,
+            stores,
+        }
     }
 
     /// The interpreter's loop (`Interpreter::call` and `block`), with calls kept on an explicit
@@ -88,7 +97,6 @@ impl<'a> Side<'a> {
         options: &VerifyOptions,
         imports: &mut Vec<ImportCall>,
     ) -> Outcome {
-        self.reset();
         // The call instruction each frame but the innermost returns to.
         let mut returns_to: Vec<Inst> = Vec::new();
         let mut fuel = options.fuel;
@@ -103,6 +111,10 @@ impl<'a> Side<'a> {
             fuel -= 1;
             match self.run_inst(pc, options, &mut returns_to, imports) {
                 Ok(inst) => pc = inst,
+                Err(Outcome::Returned(values)) => {
+                    let observed = values.iter().map(|v| self.state.observed(v)).collect();
+                    return Outcome::Returned(observed);
+                }
                 Err(outcome) => return outcome,
             }
         }
@@ -118,8 +130,20 @@ impl<'a> Side<'a> {
         imports: &mut Vec<ImportCall>,
     ) -> Result<Inst, Outcome> {
         let func = self.state.current_frame().function();
-        if let Some(symbol) = symbol_address(func, pc) {
-            return Err(Outcome::NoSymbolAddress(symbol));
+        self.at = Some((func, pc));
+        if let Some((callee, sig, args)) = self.opaque_callee(func, pc) {
+            let rets = opaque_call(callee, sig, args, imports)?;
+            return if matches!(
+                func.dfg.insts[pc].opcode(),
+                Opcode::ReturnCall | Opcode::ReturnCallIndirect
+            ) {
+                self.leave(rets, returns_to)
+            } else {
+                self.state
+                    .current_frame_mut()
+                    .set_all(func.dfg.inst_results(pc), rets);
+                next_inst(pc, func)
+            };
         }
         let flow = step(&mut self.state, DfgInstructionContext::new(pc, &func.dfg))
             .map_err(|e| Outcome::Unsupported(error_chain(&e)))?;
@@ -163,7 +187,13 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
-                let rets = import_call(name, callee, args, imports)?;
+                let args = self.observed(args);
+                let rets = opaque_call(
+                    Callee::Import(name.clone()),
+                    &callee.signature,
+                    args,
+                    imports,
+                )?;
                 let func = self.state.current_frame().function();
                 self.state
                     .current_frame_mut()
@@ -193,7 +223,13 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
-                let rets = import_call(name, callee, args, imports)?;
+                let args = self.observed(args);
+                let rets = opaque_call(
+                    Callee::Import(name.clone()),
+                    &callee.signature,
+                    args,
+                    imports,
+                )?;
                 self.leave(rets, returns_to)
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
@@ -202,6 +238,74 @@ impl<'a> Side<'a> {
                 self.enter(callee, args, options)
             }
         }
+    }
+
+    /// The call at `pc`, when it reaches a function that is not run although the module may
+    /// define it: a libcall, a known symbol, or a `call_indirect` whose address is no function
+    /// of the module. Its callee, signature and arguments as the other side must see them.
+    fn opaque_callee(
+        &self,
+        func: &'a Function,
+        pc: Inst,
+    ) -> Option<(Callee, &'a Signature, Vec<DataValue>)> {
+        let args = || -> Vec<DataValue> {
+            let values = func.dfg.inst_args(pc);
+            self.observed(self.state.collect_values(values).into_vec())
+        };
+        match func.dfg.insts[pc] {
+            InstructionData::Call { func_ref, .. } => {
+                let ext = &func.dfg.ext_funcs[func_ref];
+                let callee = match &ext.name {
+                    ExternalName::LibCall(lc) => Callee::LibCall(lc.to_string()),
+                    ExternalName::KnownSymbol(ks) => Callee::LibCall(ks.to_string()),
+                    _ => return None,
+                };
+                Some((callee, &func.dfg.signatures[ext.signature], args()))
+            }
+            InstructionData::CallIndirect { sig_ref, .. } => {
+                let mut all = args();
+                let target = self.state.current_frame().get(func.dfg.inst_args(pc)[0]);
+                let raw = match target {
+                    DataValue::I64(x) => *x as u64,
+                    DataValue::I32(x) => u64::from(*x as u32),
+                    _ => return None,
+                };
+                let address = Address::try_from(raw).ok()?;
+                let callee = match (
+                    address.region,
+                    AddressFunctionEntry::from(address.entry & 1),
+                ) {
+                    (AddressRegion::Function, AddressFunctionEntry::UserFunction)
+                        if self
+                            .state
+                            .get_function_from_address(address.clone())
+                            .is_some() =>
+                    {
+                        return None;
+                    }
+                    (AddressRegion::Function, AddressFunctionEntry::LibCall) => {
+                        match cranelift_codegen::ir::LibCall::all_libcalls()
+                            .get(address.offset as usize)
+                        {
+                            Some(lc) => Callee::LibCall(lc.to_string()),
+                            None => Callee::Address(raw_of(&address)),
+                        }
+                    }
+                    _ => match all[0] {
+                        DataValue::I64(x) => Callee::Address(x as u64),
+                        _ => Callee::Address(raw),
+                    },
+                };
+                all.remove(0);
+                Some((callee, &func.dfg.signatures[sig_ref], all))
+            }
+            _ => None,
+        }
+    }
+
+    /// `values` as the other side must see them (stack addresses as slot and offset).
+    fn observed(&self, values: Vec<DataValue>) -> Vec<DataValue> {
+        values.iter().map(|v| self.state.observed(v)).collect()
     }
 
     fn stub(&self, func: &Function) -> Option<(&'a FuncName, &'a StubKind)> {
@@ -229,14 +333,15 @@ impl<'a> Side<'a> {
         let frame: u64 = func
             .sized_stack_slots
             .values()
-            .map(|s| u64::from(s.size))
+            .map(|s| u64::from(s.size) + 16)
             .sum();
         let limit = options.max_stack_bytes as u64;
         if frame > limit {
+            self.at = None;
             let why = format!("a stack frame of {frame} bytes (the limit is {limit})");
             return Err(Outcome::Unsupported(why));
         }
-        if self.state.inner.stack.len() as u64 + frame > limit {
+        if self.state.stack_bytes() + frame > limit {
             return Err(Outcome::TooDeep);
         }
         self.state.push_frame(func);
@@ -287,29 +392,6 @@ fn slot_functions<'a>(
     slot_fn
 }
 
-/// The symbol whose address `inst` needs (a `symbol_value`, `tls_value` or `global_value` of a
-/// chain that starts at a `symbol`), as CLIF writes it: the interpreter has no such addresses.
-fn symbol_address(func: &Function, inst: Inst) -> Option<String> {
-    let InstructionData::UnaryGlobalValue { global_value, .. } = func.dfg.insts[inst] else {
-        return None;
-    };
-    let mut gv = global_value;
-    // A chain of bases is finite (the verifier refuses cycles); the bound only keeps a bad
-    // module from looping here.
-    for _ in 0..func.global_values.len() {
-        match &func.global_values[gv] {
-            GlobalValueData::Symbol { name, .. } => {
-                return Some(name.display(Some(&func.params)).to_string());
-            }
-            GlobalValueData::Load { base, .. } | GlobalValueData::IAddImm { base, .. } => {
-                gv = *base
-            }
-            _ => return None,
-        }
-    }
-    None
-}
-
 /// The instruction after `inst`, which does not end its block.
 fn next_inst(inst: Inst, func: &Function) -> Result<Inst, Outcome> {
     func.layout
@@ -317,14 +399,15 @@ fn next_inst(inst: Inst, func: &Function) -> Result<Inst, Outcome> {
         .ok_or_else(|| Outcome::Unsupported("fell off the end of a block".into()))
 }
 
-/// The results of a call to an import: a hash of its name and arguments, one value per return.
-fn import_call(
-    name: &FuncName,
-    stub: &Function,
+/// A call to a function that is not run: recorded, and answered with a hash of the callee
+/// and its arguments, one value per return of `sig`.
+fn opaque_call(
+    callee: Callee,
+    sig: &Signature,
     args: Vec<DataValue>,
-    imports: &mut Vec<ImportCall>,
+    calls: &mut Vec<ImportCall>,
 ) -> Result<Vec<DataValue>, Outcome> {
-    let mut h = fnv(name.to_string().as_bytes());
+    let mut h = fnv(callee.to_string().as_bytes());
     for a in &args {
         h = mix(h ^ u64::from(a.ty().bits()) ^ (u64::from(a.ty().is_float()) << 32));
         let mut bytes = [0u8; 16];
@@ -336,18 +419,15 @@ fn import_call(
         h = mix(h ^ u64::from_le_bytes(bytes[..8].try_into().unwrap()));
         h = mix(h ^ u64::from_le_bytes(bytes[8..].try_into().unwrap()));
     }
-    imports.push(ImportCall {
-        name: name.clone(),
-        args,
-    });
-    stub.signature
-        .returns
+    calls.push(ImportCall { callee, args });
+    sig.returns
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let bits = mix(h ^ (i as u64 + 1));
-            value_of_bits(r.value_type, bits, bits.rotate_left(17))
-                .ok_or_else(|| Outcome::Unsupported(format!("an import returns {}", r.value_type)))
+            let bits = small_mostly(mix(h ^ (i as u64 + 1)));
+            value_of_bits(r.value_type, bits, bits.rotate_left(17)).ok_or_else(|| {
+                Outcome::Unsupported(format!("a function not run returns {}", r.value_type))
+            })
         })
         .collect()
 }

@@ -1,47 +1,248 @@
-//! The interpreter's state, with function addresses by slot: a delegate to `InterpreterState`
-//! that only changes what `func_addr` gives and what a call through an address runs.
+//! The machine a run executes on, as the interpreter's `State`: frames with stack slots laid
+//! out here, the lazily filled [`Memory`] everywhere else, function addresses by slot (see
+//! [`Names`](super::names::Names)) and symbol addresses by name. Every store is recorded, with
+//! stack addresses written as (slot, offset) so that the two sides of a run compare.
 
+use super::inputs::fnv;
+use super::memory::Memory;
+use super::outcome::Store;
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{
-    ExternalName, FuncRef, Function, GlobalValue, MemFlagsData, StackSlot, Type,
+    ArgumentPurpose, Endianness, ExternalName, FuncRef, Function, GlobalValue, GlobalValueData,
+    MemFlagsData, StackSlot, Type, types,
 };
 use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion, AddressSize};
+use cranelift_interpreter::environment::FunctionStore;
 use cranelift_interpreter::frame::Frame;
-use cranelift_interpreter::interpreter::{InterpreterState, LibCallHandler};
+use cranelift_interpreter::interpreter::LibCallHandler;
 use cranelift_interpreter::state::{InterpreterFunctionRef, MemoryError, State};
+use cranelift_interpreter::step::CraneliftTrap;
+use cranelift_interpreter::value::DataValueExt;
 use rustc_hash::FxHashMap;
 
-/// The interpreter's state with addresses of functions by slot (see
-/// [`Names`](super::names::Names)); everything else is `InterpreterState`'s.
-pub(super) struct SlotState<'a> {
-    pub(super) inner: InterpreterState<'a>,
-    pub(super) slot_of: &'a FxHashMap<FuncName, u32>,
-    /// The function run by a call through each slot's address.
-    pub(super) slot_fn: Vec<Option<&'a Function>>,
+/// Where the stack's bytes are, for 64-bit addresses and for 32-bit ones.
+const STACK_64: u64 = 0x0000_7ff0_0000_0000;
+const STACK_32: u64 = 0x7f00_0000;
+/// Where symbols are (64-bit addresses): each at a hash of its name.
+const SYMBOLS: u64 = 0x0000_5000_0000_0000;
+/// Below this, memory is mapped; above it (but for the stack and symbols) an access that may
+/// trap does trap, with its trap code, as a wild pointer would. Without it, a loop over a
+/// length of -1 or a random pointer would run out of fuel instead of ending.
+const MAPPED: u64 = 1 << 24;
+/// A stack address as it is compared and reported: this tag, the slot's number (bits 32 to 47)
+/// and the offset in the slot (bits 0 to 31).
+pub(super) const STACK_TAG: u64 = 0x5354_0000_0000_0000;
+
+/// Where each stack slot of a function is in its frame, and the frame's size.
+struct SlotLayout {
+    offsets: Vec<u64>,
+    size: u64,
 }
 
-impl<'a> State<'a> for SlotState<'a> {
+impl SlotLayout {
+    fn of(func: &Function) -> SlotLayout {
+        let mut offsets = Vec::with_capacity(func.sized_stack_slots.len());
+        let mut end = 0u64;
+        for slot in func.sized_stack_slots.values() {
+            let align = 1u64 << slot.align_shift.min(4);
+            end = end.next_multiple_of(align);
+            offsets.push(end);
+            end += u64::from(slot.size);
+        }
+        SlotLayout {
+            offsets,
+            size: end.next_multiple_of(16),
+        }
+    }
+}
+
+/// The interpreter's state for one module (see the module docs).
+pub(super) struct Machine<'a> {
+    functions: FunctionStore<'a>,
+    frames: Vec<Frame<'a>>,
+    /// Where each frame's slots start in `stack`.
+    frame_base: Vec<u64>,
+    stack: Vec<u8>,
+    layouts: FxHashMap<*const Function, SlotLayout>,
+    pub(super) memory: Memory,
+    /// Every store of the run, in order.
+    pub(super) stores: Vec<Store>,
+    pinned_reg: DataValue,
+    slot_of: &'a FxHashMap<FuncName, u32>,
+    /// The function run by a call through each slot's address.
+    slot_fn: Vec<Option<&'a Function>>,
+}
+
+impl<'a> Machine<'a> {
+    pub(super) fn new(
+        functions: FunctionStore<'a>,
+        slot_of: &'a FxHashMap<FuncName, u32>,
+        slot_fn: Vec<Option<&'a Function>>,
+    ) -> Machine<'a> {
+        Machine {
+            functions,
+            frames: Vec::new(),
+            frame_base: Vec::new(),
+            stack: Vec::new(),
+            layouts: FxHashMap::default(),
+            memory: Memory::default(),
+            stores: Vec::new(),
+            pinned_reg: DataValue::I64(0),
+            slot_of,
+            slot_fn,
+        }
+    }
+
+    /// Empties the stack, memory and records for a run whose unwritten memory comes from
+    /// `seed`.
+    pub(super) fn reset(&mut self, seed: u64) {
+        self.frames.clear();
+        self.frame_base.clear();
+        self.stack.clear();
+        self.memory.reset(seed);
+        self.stores.clear();
+        self.pinned_reg = DataValue::I64(0);
+    }
+
+    /// Bytes of stack in use.
+    pub(super) fn stack_bytes(&self) -> u64 {
+        self.stack.len() as u64
+    }
+
+    /// The frame size of `func`.
+    pub(super) fn frame_size(&mut self, func: &Function) -> u64 {
+        self.layout(func).size
+    }
+
+    fn layout(&mut self, func: &Function) -> &SlotLayout {
+        self.layouts
+            .entry(func as *const Function)
+            .or_insert_with(|| SlotLayout::of(func))
+    }
+
+    /// `v` as the other side must see it: a stack address of a live frame becomes
+    /// [`STACK_TAG`] with its slot and offset (the frames of the two sides need not be at the
+    /// same place); anything else is itself.
+    pub(super) fn observed(&self, v: &DataValue) -> DataValue {
+        let raw = match v {
+            DataValue::I64(x) => *x as u64,
+            DataValue::I32(x) => u64::from(*x as u32),
+            _ => return v.clone(),
+        };
+        match self.stack_position(raw).and_then(|pos| self.slot_at(pos)) {
+            Some((slot, offset)) => DataValue::I64((STACK_TAG | slot << 32 | offset) as i64),
+            None => v.clone(),
+        }
+    }
+
+    /// The position in `stack` of the raw address `raw`, when it is in the stack.
+    fn stack_position(&self, raw: u64) -> Option<u64> {
+        let len = self.stack.len() as u64;
+        [STACK_64, STACK_32]
+            .into_iter()
+            .find_map(|base| raw.checked_sub(base).filter(|&pos| pos < len))
+    }
+
+    /// The slot (number, offset in it) of the live frame at stack position `pos`.
+    fn slot_at(&self, pos: u64) -> Option<(u64, u64)> {
+        let frame = self
+            .frame_base
+            .partition_point(|&b| b <= pos)
+            .checked_sub(1)?;
+        let func = self.frames[frame].function();
+        let layout = self.layouts.get(&(func as *const Function))?;
+        let within = pos - self.frame_base[frame];
+        let slot = layout
+            .offsets
+            .partition_point(|&o| o <= within)
+            .checked_sub(1)?;
+        Some((slot as u64, within - layout.offsets[slot]))
+    }
+
+    /// Whether an access of `len` bytes at `raw` outside the stack faults: only one that may
+    /// trap (no `notrap` flag) at an address that is not mapped.
+    fn faults(raw: u64, len: usize, flags: MemFlagsData) -> bool {
+        let mapped = raw.wrapping_add(len as u64) <= MAPPED || raw.wrapping_sub(SYMBOLS) < 1 << 44;
+        !mapped && flags.trap_code().is_some()
+    }
+
+    /// The stack bytes `raw..raw + len`, when they are all in the stack.
+    fn stack_range(&self, raw: u64, len: usize) -> Option<std::ops::Range<usize>> {
+        let pos = self.stack_position(raw)? as usize;
+        (pos + len <= self.stack.len()).then_some(pos..pos + len)
+    }
+
+    /// The address of the symbol `name` plus `offset`: a function's is its slot's address; any
+    /// other name's is a hash of the name, the same on both sides.
+    fn symbol_address(&self, name: &ExternalName, offset: i64) -> Result<u64, MemoryError> {
+        let func = self.get_current_function();
+        let base = match name {
+            ExternalName::User(_) | ExternalName::TestCase(_)
+                if FuncName::of_external(name, func)
+                    .is_some_and(|n| self.slot_of.contains_key(&n)) =>
+            {
+                raw_of(&self.function_address(AddressSize::_64, name)?)
+            }
+            _ => {
+                let text = name.display(Some(&func.params)).to_string();
+                SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
+            }
+        };
+        Ok(base.wrapping_add(offset as u64))
+    }
+}
+
+/// The raw value of an address, as the program saw it.
+pub(super) fn raw_of(address: &Address) -> u64 {
+    match DataValue::try_from(address.clone()) {
+        Ok(DataValue::I32(v)) => u64::from(v as u32),
+        Ok(DataValue::I64(v)) => v as u64,
+        _ => unreachable!("an address is an i32 or i64"),
+    }
+}
+
+/// The address of the raw value `raw`, of `size`.
+fn address_of(raw: u64, size: AddressSize) -> Result<Address, MemoryError> {
+    Address::try_from(match size {
+        AddressSize::_32 => DataValue::I32(raw as u32 as i32),
+        AddressSize::_64 => DataValue::I64(raw as i64),
+    })
+}
+
+fn value_of(raw: u64, ty: Type) -> Result<DataValue, MemoryError> {
+    DataValue::int(i128::from(raw as i64), ty).map_err(|_| MemoryError::InvalidAddressType(ty))
+}
+
+impl<'a> State<'a> for Machine<'a> {
     fn get_function(&self, func_ref: FuncRef) -> Option<&'a Function> {
-        self.inner.get_function(func_ref)
+        self.functions
+            .get_from_func_ref(func_ref, self.get_current_function())
     }
     fn get_current_function(&self) -> &'a Function {
-        self.inner.get_current_function()
+        self.current_frame().function()
     }
     fn get_libcall_handler(&self) -> LibCallHandler {
-        self.inner.get_libcall_handler()
+        // Calls to libcalls are made before the interpreter would (see `run`).
+        |_, _| Err(CraneliftTrap::UnreachableCodeReached)
     }
     fn push_frame(&mut self, function: &'a Function) {
-        self.inner.push_frame(function)
+        let size = self.frame_size(function);
+        let base = (self.stack.len() as u64).next_multiple_of(16);
+        self.stack.resize((base + size) as usize, 0);
+        self.frame_base.push(base);
+        self.frames.push(Frame::new(function));
     }
     fn pop_frame(&mut self) {
-        self.inner.pop_frame()
+        if let (Some(_), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
+            self.stack.truncate(base as usize);
+        }
     }
     fn current_frame_mut(&mut self) -> &mut Frame<'a> {
-        self.inner.current_frame_mut()
+        self.frames.last_mut().expect("a frame")
     }
     fn current_frame(&self) -> &Frame<'a> {
-        self.inner.current_frame()
+        self.frames.last().expect("a frame")
     }
     fn stack_address(
         &self,
@@ -49,7 +250,18 @@ impl<'a> State<'a> for SlotState<'a> {
         slot: StackSlot,
         offset: u64,
     ) -> Result<Address, MemoryError> {
-        self.inner.stack_address(size, slot, offset)
+        let func = self.get_current_function();
+        let max = u64::from(func.sized_stack_slots[slot].size);
+        if offset >= max {
+            return Err(MemoryError::InvalidOffset { offset, max });
+        }
+        let layout = &self.layouts[&(func as *const Function)];
+        let pos = self.frame_base.last().expect("a frame") + layout.offsets[slot.as_u32() as usize];
+        let base = match size {
+            AddressSize::_32 => STACK_32,
+            AddressSize::_64 => STACK_64,
+        };
+        address_of(base + pos + offset, size)
     }
     fn checked_load(
         &self,
@@ -57,7 +269,27 @@ impl<'a> State<'a> for SlotState<'a> {
         ty: Type,
         mem_flags: MemFlagsData,
     ) -> Result<DataValue, MemoryError> {
-        self.inner.checked_load(address, ty, mem_flags)
+        let raw = raw_of(&address);
+        let mut bytes = [0u8; 16];
+        let n = ty.bytes() as usize;
+        let dst = bytes
+            .get_mut(..n)
+            .ok_or(MemoryError::InvalidAddressType(ty))?;
+        match self.stack_range(raw, n) {
+            Some(range) => dst.copy_from_slice(&self.stack[range]),
+            None if Self::faults(raw, n, mem_flags) => {
+                return Err(MemoryError::OutOfBoundsLoad {
+                    addr: address,
+                    load_size: n,
+                    mem_flags,
+                });
+            }
+            None => self.memory.read(raw, dst),
+        }
+        Ok(match mem_flags.endianness(Endianness::Little) {
+            Endianness::Big => DataValue::read_from_slice_be(dst, ty),
+            Endianness::Little => DataValue::read_from_slice_le(dst, ty),
+        })
     }
     fn checked_store(
         &mut self,
@@ -65,7 +297,34 @@ impl<'a> State<'a> for SlotState<'a> {
         v: DataValue,
         mem_flags: MemFlagsData,
     ) -> Result<(), MemoryError> {
-        self.inner.checked_store(address, v, mem_flags)
+        let raw = raw_of(&address);
+        let mut bytes = [0u8; 16];
+        let n = v.ty().bytes() as usize;
+        let src = bytes
+            .get_mut(..n)
+            .ok_or(MemoryError::InvalidAddressType(v.ty()))?;
+        match mem_flags.endianness(Endianness::Little) {
+            Endianness::Big => v.write_to_slice_be(src),
+            Endianness::Little => v.write_to_slice_le(src),
+        }
+        let in_stack = self.stack_range(raw, n);
+        if in_stack.is_none() && Self::faults(raw, n, mem_flags) {
+            return Err(MemoryError::OutOfBoundsStore {
+                addr: address,
+                store_size: n,
+                mem_flags,
+            });
+        }
+        let observed_at = self.observed(&DataValue::I64(raw as i64));
+        self.stores.push(Store {
+            address: observed_at,
+            value: self.observed(&v),
+        });
+        match in_stack {
+            Some(range) => self.stack[range].copy_from_slice(src),
+            None => self.memory.write(raw, src),
+        }
+        Ok(())
     }
     fn function_address(
         &self,
@@ -73,15 +332,22 @@ impl<'a> State<'a> for SlotState<'a> {
         name: &ExternalName,
     ) -> Result<Address, MemoryError> {
         let func = self.get_current_function();
-        match FuncName::of_external(name, func).and_then(|n| self.slot_of.get(&n)) {
-            Some(&slot) => Address::from_parts(
-                size,
-                AddressRegion::Function,
-                AddressFunctionEntry::UserFunction as u64,
-                u64::from(slot),
+        let (entry, index) = match name {
+            ExternalName::LibCall(libcall) => (
+                AddressFunctionEntry::LibCall,
+                cranelift_codegen::ir::LibCall::all_libcalls()
+                    .iter()
+                    .position(|l| l == libcall)
+                    .unwrap_or(0) as u64,
             ),
-            None => self.inner.function_address(size, name),
-        }
+            _ => {
+                let slot = FuncName::of_external(name, func)
+                    .and_then(|n| self.slot_of.get(&n))
+                    .ok_or(MemoryError::InvalidAddress(DataValue::I64(0)))?;
+                (AddressFunctionEntry::UserFunction, u64::from(*slot))
+            }
+        };
+        Address::from_parts(size, AddressRegion::Function, entry as u64, index)
     }
     fn get_function_from_address(&self, address: Address) -> Option<InterpreterFunctionRef<'a>> {
         if address.region == AddressRegion::Function
@@ -95,15 +361,68 @@ impl<'a> State<'a> for SlotState<'a> {
                 .flatten()
                 .map(InterpreterFunctionRef::Function);
         }
-        self.inner.get_function_from_address(address)
+        None
     }
     fn resolve_global_value(&self, gv: GlobalValue) -> Result<DataValue, MemoryError> {
-        self.inner.resolve_global_value(gv)
+        let func = self.get_current_function();
+        // The chain from `gv` down to its root; a chain is finite (the verifier refuses
+        // cycles), the bound only keeps a bad module from looping here.
+        let mut chain = vec![gv];
+        for _ in 0..func.global_values.len() {
+            match &func.global_values[*chain.last().unwrap()] {
+                GlobalValueData::Load { base, .. } | GlobalValueData::IAddImm { base, .. } => {
+                    chain.push(*base)
+                }
+                _ => break,
+            }
+        }
+        let mut value = DataValue::I64(0);
+        for &gv in chain.iter().rev() {
+            value = match &func.global_values[gv] {
+                GlobalValueData::VMContext => {
+                    let index = func
+                        .signature
+                        .params
+                        .iter()
+                        .position(|p| p.purpose == ArgumentPurpose::VMContext)
+                        .expect("the verifier checks that a vmctx global value has a parameter");
+                    let entry = func.layout.entry_block().expect("an entry block");
+                    self.current_frame()
+                        .get(func.dfg.block_params(entry)[index])
+                        .clone()
+                }
+                GlobalValueData::Load {
+                    offset,
+                    global_type,
+                    flags,
+                    ..
+                } => {
+                    let base = raw_of(&Address::try_from(value.clone())?);
+                    let at = base.wrapping_add(i64::from(*offset) as u64);
+                    let flags = func.dfg.mem_flags[*flags];
+                    self.checked_load(address_of(at, AddressSize::_64)?, *global_type, flags)?
+                }
+                GlobalValueData::IAddImm {
+                    offset,
+                    global_type,
+                    ..
+                } => {
+                    let base = raw_of(&Address::try_from(value.clone())?);
+                    value_of(base.wrapping_add(offset.bits() as u64), *global_type)?
+                }
+                GlobalValueData::Symbol { name, offset, .. } => {
+                    value_of(self.symbol_address(name, offset.bits())?, types::I64)?
+                }
+                // Caught as an unsupported run.
+                GlobalValueData::DynScaleTargetConst { .. } => panic!("dyn_scale_target_const"),
+            };
+        }
+        Ok(value)
     }
     fn get_pinned_reg(&self) -> DataValue {
-        self.inner.get_pinned_reg()
+        self.pinned_reg.clone()
     }
     fn set_pinned_reg(&mut self, v: DataValue) {
-        self.inner.set_pinned_reg(v)
+        self.pinned_reg = v;
     }
 }

@@ -69,10 +69,7 @@ fn verify(
 }
 
 fn invalid(name: &FuncName, why: String) -> Mismatch {
-    let not_run = |why: String| Run {
-        outcome: Outcome::NotRunnable(why),
-        imports: Vec::new(),
-    };
+    let not_run = |why: String| Run::not_run(Outcome::NotRunnable(why));
     Mismatch {
         function: name.clone(),
         ran_as: None,

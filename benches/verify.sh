@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# How much of the corpus `--verify` checks: for every module of ../shared/corpus, exact and
+# `--similar`, in every `--mode`, the runs that ran to the end and the functions fully checked
+# (from `--verify`'s summary line), and the time against the same merge without `--verify`.
+#
+#     bash benches/verify.sh                 # after `cargo build --release`
+#     VERIFY_MODULES=dprint_markdown VERIFY_MODES=safe bash benches/verify.sh
+#
+# Needs ../shared/corpus (skipped with a note when absent) and python3. Writes nothing.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="${CLIF_MERGE:-$root/target/release/clif-merge}"
+corpus="$root/../shared/corpus"
+[ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 1; }
+[ -d "$corpus" ] || { echo "note: $corpus is absent: nothing to measure"; exit 0; }
+modes=${VERIFY_MODES:-safe aliases thunks}
+extra=${VERIFY_ARGS:-}
+
+# Seconds of wall time of a command, its standard error kept in $err.
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+seconds() {
+    local start end
+    start=$(date +%s.%N)
+    "$@" >/dev/null 2>"$err" || true
+    end=$(date +%s.%N)
+    python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$start" "$end"
+}
+
+echo "| module | merge | mode | runs | to the end | functions | fully checked | mismatches | unsupported (top opcodes) | merge s | --verify s | ratio |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+for file in "$corpus"/*.clif "$corpus"/*.clif.xz; do
+    [ -e "$file" ] || continue
+    name=$(basename "$file"); name=${name%.xz}; name=${name%.clif}
+    if [ -n "${VERIFY_MODULES:-}" ] && ! [[ " $VERIFY_MODULES " == *" $name "* ]]; then
+        continue
+    fi
+    for similar in "" "--similar"; do
+        for mode in $modes; do
+            base=$(seconds "$bin" "$file" --mode "$mode" $similar --report json)
+            verify=$(seconds "$bin" "$file" --mode "$mode" $similar --report json --verify $extra)
+            python3 - "$err" "$name" "${similar:-exact}" "$mode" "$base" "$verify" <<'PY'
+import re, sys
+err, name, merge, mode, base, verify = sys.argv[1:]
+text = open(err).read()
+m = re.search(r"verify: (\d+) functions, (\d+) runs, (\d+) mismatches \((\d+) inconclusive, "
+              r"(\d+) unsupported, (\d+) skipped\); (\d+) fully checked", text)
+if not m:
+    print(f"| {name} | {merge} | {mode} | no summary: {text.strip()[:200]} |")
+    sys.exit(0)
+funcs, runs, mism, inc, uns, skipped, full = map(int, m.groups())
+done = runs - inc - uns
+total = funcs + skipped
+pct = lambda a, b: f"{100 * a / b:.1f} %" if b else "—"
+top = re.search(r"unsupported: (.*)", text)
+top = top.group(1).strip() if top else ""
+ratio = float(verify) / float(base) if float(base) > 0 else 0
+print(f"| {name} | {merge} | {mode} | {runs} | {done} ({pct(done, runs)}) | {total} | "
+      f"{full} ({pct(full, total)}) | {mism} | {top[:80]} | {base} | {verify} | {ratio:.1f}× |")
+PY
+        done
+    done
+done

@@ -1,0 +1,104 @@
+//! Memory outside the stack, as a run sees it: a deterministic, lazily filled space. A byte that
+//! nothing stored to reads as a hash of its address and the run's seed, the same on both sides
+//! of a run; stored bytes are kept (in 8-byte words) until the run ends. Every address is
+//! valid: real code reaches memory through pointers the check cannot know (a `vmctx`, a heap's
+//! base), so the pointers it loads are just more addresses.
+
+use super::inputs::{mix, small_mostly};
+use rustc_hash::FxHashMap;
+
+/// The stored bytes of one aligned 8-byte word, and which of them were stored.
+#[derive(Clone, Copy, Default)]
+struct Word {
+    bytes: [u8; 8],
+    stored: u8,
+}
+
+/// The lazily filled memory of one run.
+#[derive(Default)]
+pub(super) struct Memory {
+    /// What unwritten bytes are derived from (with their address): one value per run, the
+    /// same on both sides.
+    seed: u64,
+    words: FxHashMap<u64, Word>,
+}
+
+impl Memory {
+    /// Forgets every store and derives unwritten bytes from `seed` from now on.
+    pub(super) fn reset(&mut self, seed: u64) {
+        self.seed = seed;
+        self.words.clear();
+    }
+
+    /// The bytes at `address..address + dst.len()` (addresses wrap).
+    pub(super) fn read(&self, address: u64, dst: &mut [u8]) {
+        for (i, byte) in dst.iter_mut().enumerate() {
+            let at = address.wrapping_add(i as u64);
+            let (word, lane) = (at & !7, (at & 7) as usize);
+            *byte = match self.words.get(&word) {
+                Some(w) if w.stored & (1 << lane) != 0 => w.bytes[lane],
+                _ => self.unwritten(word).to_le_bytes()[lane],
+            };
+        }
+    }
+
+    /// Stores `src` at `address` (addresses wrap).
+    pub(super) fn write(&mut self, address: u64, src: &[u8]) {
+        for (i, &byte) in src.iter().enumerate() {
+            let at = address.wrapping_add(i as u64);
+            let (word, lane) = (at & !7, (at & 7) as usize);
+            let w = self.words.entry(word).or_default();
+            w.bytes[lane] = byte;
+            w.stored |= 1 << lane;
+        }
+    }
+
+    /// The value of an aligned word nothing stored to: mostly small numbers, so that lengths
+    /// and counts read from memory make loops end and pointers read from memory stay near each
+    /// other.
+    fn unwritten(&self, word: u64) -> u64 {
+        small_mostly(mix(self.seed ^ mix(word)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwritten_bytes_depend_on_the_address_and_seed_only() {
+        let mut a = Memory::default();
+        let mut b = Memory::default();
+        a.reset(7);
+        b.reset(7);
+        b.write(0x1000, &[1, 2, 3]);
+        let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
+        a.read(0x2000, &mut x);
+        b.read(0x2000, &mut y);
+        assert_eq!(x, y);
+        // Another width reads the same bytes.
+        let mut four = [0u8; 4];
+        a.read(0x2004, &mut four);
+        assert_eq!(four, x[4..8]);
+        b.reset(8);
+        let mut z = [0u8; 64];
+        let mut w = [0u8; 64];
+        a.read(0x3000, &mut z);
+        b.read(0x3000, &mut w);
+        assert_ne!(z, w, "another seed, other bytes");
+    }
+
+    #[test]
+    fn stored_bytes_read_back_across_words() {
+        let mut m = Memory::default();
+        m.reset(1);
+        m.write(0x1006, &[9, 8, 7, 6]);
+        let mut back = [0u8; 4];
+        m.read(0x1006, &mut back);
+        assert_eq!(back, [9, 8, 7, 6]);
+        m.write(u64::MAX, &[5, 4]);
+        let mut wrapped = [0u8; 2];
+        m.read(u64::MAX, &mut wrapped);
+        assert_eq!(wrapped, [5, 4]);
+    }
+}
