@@ -67,30 +67,67 @@ pub fn host_isa() -> Option<OwnedTargetIsa> {
     .clone()
 }
 
-/// The shared settings a file's `set` lines give, as `(name, value)`: those whose value differs
-/// from Cranelift's default. A file with `target` lines gives them per target; the settings of
-/// the first target of `isa`'s architecture count, else those of the first target.
-pub fn file_settings(spec: &IsaSpec, isa: &dyn TargetIsa) -> Vec<(&'static str, String)> {
-    let flags = match spec {
-        IsaSpec::None(flags) => flags,
+/// The shared settings a file's `set` lines give, as `(name, value)`: every name a `set` line
+/// names, even to Cranelift's default value, since the target's ISA may differ from that
+/// default (`-o` preserves frame pointers) and the file's word wins. A file with `target` lines
+/// gives them per target; the settings of the first target of `isa`'s architecture count, else
+/// those of the first target, each with the `set` lines above its `target` line.
+pub fn file_settings(
+    spec: &IsaSpec,
+    text: &str,
+    isa: &dyn TargetIsa,
+) -> Vec<(&'static str, String)> {
+    let set_lines = SetLines::of(text);
+    let (flags, names) = match spec {
+        IsaSpec::None(flags) => (flags, &set_lines.all),
         IsaSpec::Some(isas) => {
             let arch = isa.triple().architecture;
-            match isas.iter().find(|i| i.triple().architecture == arch) {
-                Some(same) => same.flags(),
-                None => match isas.first() {
-                    Some(first) => first.flags(),
-                    None => return Vec::new(),
-                },
-            }
+            let chosen = isas
+                .iter()
+                .position(|i| i.triple().architecture == arch)
+                .or((!isas.is_empty()).then_some(0));
+            let Some(index) = chosen else {
+                return Vec::new();
+            };
+            let names = set_lines.per_target.get(index).unwrap_or(&set_lines.all);
+            (isas[index].flags(), names)
         }
     };
-    let defaults = settings::Flags::new(settings::builder());
     flags
         .iter()
-        .zip(defaults.iter())
-        .filter(|(set, default)| set.value_string() != default.value_string())
-        .map(|(set, _)| (set.name, set.value_string()))
+        .filter(|value| names.iter().any(|name| name == value.name))
+        .map(|value| (value.name, value.value_string()))
         .collect()
+}
+
+/// The setting names a file's `set` lines give (`set NAME`, `set NAME=VALUE`, several to a
+/// line), read from the lines above its first `function`, where the reader takes them.
+#[derive(Debug, Default, PartialEq)]
+struct SetLines {
+    /// The names set above each `target` line, in the order of the targets.
+    per_target: Vec<Vec<String>>,
+    /// The names set anywhere above the first function.
+    all: Vec<String>,
+}
+
+impl SetLines {
+    fn of(text: &str) -> SetLines {
+        let mut lines = SetLines::default();
+        for line in text.lines() {
+            let code = line.split(';').next().unwrap_or("");
+            let mut words = code.split_whitespace();
+            match words.next() {
+                Some("function") => break,
+                Some("set") => {
+                    let names = words.map(|w| w.split('=').next().unwrap_or(w).to_string());
+                    lines.all.extend(names);
+                }
+                Some("target") => lines.per_target.push(lines.all.clone()),
+                _ => {}
+            }
+        }
+        lines
+    }
 }
 
 /// `isa` with the shared `settings` changed; its own target flags stay.
@@ -115,4 +152,22 @@ pub fn with_settings(
     builder
         .finish(settings::Flags::new(shared))
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_lines_name_every_setting_above_the_first_function() {
+        let text = "; set opt_level=none\nset preserve_frame_pointers=false enable_pinned_reg\n\
+                    target x86_64\nset opt_level=speed ; comment\ntarget aarch64\n\
+                    function %f() {\nblock0:\n    return\n}\nset is_pic\n";
+        let lines = SetLines::of(text);
+        let first = vec!["preserve_frame_pointers", "enable_pinned_reg"];
+        let mut second = first.clone();
+        second.push("opt_level");
+        assert_eq!(lines.per_target, vec![first, second.clone()]);
+        assert_eq!(lines.all, second);
+    }
 }

@@ -174,7 +174,7 @@ impl ModuleReader {
         let file_isa = std::sync::OnceLock::new();
         let isa = || {
             file_isa
-                .get_or_init(|| self.file_isa(file, isa_spec.as_ref()))
+                .get_or_init(|| self.file_isa(file, text, isa_spec.as_ref()))
                 .clone()
         };
         let all: Vec<(&(Function, Details), usize)> = pieces
@@ -216,12 +216,13 @@ impl ModuleReader {
     fn file_isa(
         &self,
         file: &Path,
+        text: &str,
         spec: Option<&IsaSpec>,
     ) -> Result<Option<OwnedTargetIsa>, InputError> {
         let Some(target) = self.isa.clone().or_else(host_isa) else {
             return Ok(None);
         };
-        let settings = spec.map_or_else(Vec::new, |spec| isa::file_settings(spec, &*target));
+        let settings = spec.map_or_else(Vec::new, |spec| isa::file_settings(spec, text, &*target));
         if settings.is_empty() {
             return Ok(Some(target));
         }
