@@ -16,13 +16,28 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The exit statuses, as `--help` ends with them.
+const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0    success
+  1    an error: bad input, an output that cannot be written, options that conflict,
+       --verify finding a difference; no output is written
+  2    a usage error: an unknown option or value, a missing argument
+  141  standard output was closed early (e.g. by `| head`), as a shell reports for
+       `cat`; nothing is printed about it";
+
+/// The exit status when standard output is a pipe its reader closed: 128 + SIGPIPE, the status
+/// a shell reports for a tool the signal ends.
+const CLOSED_STDOUT_STATUS: i32 = 141;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "clif-merge",
     version,
     about = "Merge functions that do exactly the same thing in modules of Cranelift IR",
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    after_help = EXIT_STATUS_HELP
 )]
 struct Opts {
     /// Global merging across separately compiled units: round 1 and the combine step (round 2
@@ -30,9 +45,10 @@ struct Opts {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// Input files: CLIF text, `.clif.xz` read directly; a folder stands for every `*.clif` and
-    /// `*.clif.xz` in it, in sorted order; `@FILE` for the arguments listed in FILE, one per
-    /// line. Together they form one module.
+    /// Input files: CLIF text, `.clif.xz` read directly, `-` for standard input; a folder stands
+    /// for every `*.clif` and `*.clif.xz` in it, in sorted order; `@FILE` for the arguments
+    /// listed in FILE, one per line (`@-`: read from standard input). Together they form one
+    /// module.
     #[arg(required = true, value_name = "FILE.clif")]
     files: Vec<PathBuf>,
 
@@ -79,7 +95,9 @@ struct Opts {
     output: Option<PathBuf>,
 
     /// Target of the object (default: the host). One of x86_64-unknown-linux-gnu,
-    /// aarch64-unknown-linux-gnu, x86_64-apple-darwin, aarch64-apple-darwin.
+    /// aarch64-unknown-linux-gnu, x86_64-apple-darwin, aarch64-apple-darwin, or the short names
+    /// Cranelift takes for the Linux ones: x86_64 (x86_64-unknown-linux-gnu), aarch64 and arm64
+    /// (aarch64-unknown-linux-gnu).
     #[arg(long, value_name = "TRIPLE")]
     target: Option<String>,
 
@@ -176,13 +194,25 @@ fn main() {
         }
     }));
     let opts = match expand_argument_files(std::env::args_os()) {
-        Ok(args) => Opts::parse_from(args),
+        Ok(expanded) => {
+            let opts = Opts::parse_from(expanded.args);
+            if expanded.read_stdin && opts.files.iter().any(|f| f == Path::new("-")) {
+                eprintln!(
+                    "error: `@-` reads the arguments from standard input, so `-` cannot read the module from it too"
+                );
+                std::process::exit(1);
+            }
+            opts
+        }
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
     };
     if let Err(e) = run(opts) {
+        if is_closed_stdout(&e) {
+            std::process::exit(CLOSED_STDOUT_STATUS);
+        }
         if let Some(clif_merge::Error::VerifyFailed(report)) = e.downcast_ref::<clif_merge::Error>()
         {
             print_verify_report(report);
@@ -195,13 +225,29 @@ fn main() {
     }
 }
 
+/// Whether `error` is a write to standard output that failed because its reader is gone. Only
+/// standard output is written after the output files (see `write`), so nothing is left half
+/// done.
+fn is_closed_stdout(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// The command line once its argument files are read.
+struct ExpandedArgs {
+    args: Vec<std::ffi::OsString>,
+    /// Whether `@-` read the arguments from standard input.
+    read_stdin: bool,
+}
+
 /// The arguments with every `@FILE` replaced by the lines of FILE (one argument per line; empty
-/// lines are skipped), for lists longer than a command line may be. `@` alone, and arguments after
-/// `--`, are left as they are; an argument file may not name another.
-fn expand_argument_files(
-    args: impl Iterator<Item = std::ffi::OsString>,
-) -> Result<Vec<std::ffi::OsString>> {
+/// lines are skipped), for lists longer than a command line may be; `@-` reads them from
+/// standard input, once. `@` alone, and arguments after `--`, are left as they are; an argument
+/// file may not name another.
+fn expand_argument_files(args: impl Iterator<Item = std::ffi::OsString>) -> Result<ExpandedArgs> {
     let mut out = Vec::new();
+    let mut read_stdin = false;
     let mut after_dashes = false;
     for arg in args {
         let file = arg
@@ -209,15 +255,20 @@ fn expand_argument_files(
             .and_then(|a| a.strip_prefix('@'))
             .filter(|f| !f.is_empty());
         match file {
+            Some("-") if !after_dashes => {
+                if read_stdin {
+                    bail!("`@-` can be given once: standard input is read once");
+                }
+                read_stdin = true;
+                let text = std::io::read_to_string(std::io::stdin()).map_err(|e| {
+                    anyhow::anyhow!("cannot read the arguments from standard input: {e}")
+                })?;
+                out.extend(argument_lines(&text));
+            }
             Some(file) if !after_dashes => {
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| anyhow::anyhow!("cannot read the argument file {file}: {e}"))?;
-                out.extend(
-                    text.lines()
-                        .map(|l| l.trim_end_matches('\r'))
-                        .filter(|l| !l.is_empty())
-                        .map(std::ffi::OsString::from),
-                );
+                out.extend(argument_lines(&text));
             }
             _ => {
                 after_dashes |= arg == "--";
@@ -225,7 +276,18 @@ fn expand_argument_files(
             }
         }
     }
-    Ok(out)
+    Ok(ExpandedArgs {
+        args: out,
+        read_stdin,
+    })
+}
+
+/// The arguments an argument file lists: one a line, empty lines skipped.
+fn argument_lines(text: &str) -> impl Iterator<Item = std::ffi::OsString> + '_ {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.is_empty())
+        .map(std::ffi::OsString::from)
 }
 
 fn print_verify_report(checked: &clif_merge::verify::VerifyReport) {

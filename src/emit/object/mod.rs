@@ -55,7 +55,9 @@ use target_lexicon::{BinaryFormat, Triple};
 
 pub use error::ObjectError;
 pub use slots::symbol_name;
-pub use target::{IsaSettings, OptLevel, SUPPORTED_TARGETS, host_target, parse_target};
+pub use target::{
+    IsaSettings, OptLevel, SUPPORTED_TARGETS, TARGET_SHORT_NAMES, host_target, parse_target,
+};
 
 /// How an object is written.
 #[derive(Clone, Debug)]

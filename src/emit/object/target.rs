@@ -38,8 +38,21 @@ impl OptLevel {
     }
 }
 
-/// Parses a target triple and checks that objects can be written for it.
+/// The short target names Cranelift's `isa::lookup_by_name` takes, as `(name, triple)`: each
+/// stands for its Linux triple, the one a bare architecture most often means.
+pub const TARGET_SHORT_NAMES: &[(&str, &str)] = &[
+    ("x86_64", "x86_64-unknown-linux-gnu"),
+    ("aarch64", "aarch64-unknown-linux-gnu"),
+    ("arm64", "aarch64-unknown-linux-gnu"),
+];
+
+/// Parses a target triple, or a short name of one ([`TARGET_SHORT_NAMES`]), and checks that
+/// objects can be written for it.
 pub fn parse_target(text: &str) -> Result<Triple, ObjectError> {
+    let text = TARGET_SHORT_NAMES
+        .iter()
+        .find(|(short, _)| *short == text)
+        .map_or(text, |&(_, triple)| triple);
     if !SUPPORTED_TARGETS.contains(&text) {
         return Err(ObjectError::UnsupportedTarget(text.to_string()));
     }
