@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+// A skip note goes past the test harness's capture, so that `cargo test` shows it.
+use std::io::Write as _;
 
 /// A C compiler and a way to run what it links.
 pub struct Toolchain {
@@ -45,7 +47,10 @@ pub fn toolchain(aarch64: bool) -> Option<Toolchain> {
     let tools: Vec<&str> = std::iter::once(cc).chain(runner.first().copied()).collect();
     if let Some(missing) = tools.iter().find(|t| !tool_exists(t)) {
         assert!(std::env::var_os("CI").is_none(), "CI needs {missing}");
-        eprintln!("note: skipping: {missing} is not installed");
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: skipping: {missing} is not installed"
+        );
         return None;
     }
     Some(Toolchain { cc, runner, triple })
