@@ -14,6 +14,10 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 // A skip note goes past the test harness's capture, so that `cargo test` shows it.
 use std::io::Write as _;
 
+#[path = "common/cc.rs"]
+mod cc;
+use cc::link_and_run;
+
 fn jit() -> JITModule {
     JITModule::new(JITBuilder::new(default_libcall_names()).expect("a host JIT"))
 }
@@ -604,35 +608,6 @@ fn eager_mutually_recursive_pairs_compute() {
         assert_eq!((call(&jit, even0, x), call(&jit, odd0, x)), (even, odd));
         assert_eq!((call(&jit, even1, x), call(&jit, odd1, x)), (even, odd));
     }
-}
-
-/// Links `object` with the C `driver` by the host's `cc`, runs the program and returns what it
-/// printed; None (with a note) when there is no `cc`.
-fn link_and_run(object: &[u8], driver: &str) -> Option<String> {
-    let has_cc = std::process::Command::new("cc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_cc {
-        assert!(std::env::var_os("CI").is_none(), "CI needs cc");
-        let _ = writeln!(std::io::stderr(), "note: skipping: cc is not installed");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("driver.c"), driver).unwrap();
-    std::fs::write(dir.path().join("merged.o"), object).unwrap();
-    let exe = dir.path().join("program");
-    let status = std::process::Command::new("cc")
-        .arg(dir.path().join("driver.c"))
-        .arg(dir.path().join("merged.o"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = std::process::Command::new(&exe).output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    Some(String::from_utf8(out.stdout).unwrap())
 }
 
 fn eager_object() -> MergingModule<ObjectModule> {

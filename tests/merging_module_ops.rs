@@ -16,8 +16,10 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, ModuleError, ModuleResult, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use proptest::prelude::*;
-// A skip note goes past the test harness's capture, so that `cargo test` shows it.
-use std::io::Write as _;
+
+#[path = "common/cc.rs"]
+mod cc;
+use cc::link_and_run;
 
 /// Functions `f0`..`f3`, all `fn(i32) -> i32`.
 const NAMES: usize = 4;
@@ -342,35 +344,6 @@ fn check_linked(initial: [Linkage; NAMES], ops: &[Op], timing: Timing) -> bool {
     };
     assert_eq!(merged, unmerged, "{driver}");
     true
-}
-
-/// Links `object` with the C `driver` by `cc`, runs it and returns what it printed; None (with
-/// a note) when there is no `cc`.
-fn link_and_run(object: &[u8], driver: &str) -> Option<String> {
-    let has_cc = std::process::Command::new("cc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_cc {
-        assert!(std::env::var_os("CI").is_none(), "CI needs cc");
-        let _ = writeln!(std::io::stderr(), "note: skipping: cc is not installed");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("driver.c"), driver).unwrap();
-    std::fs::write(dir.path().join("ops.o"), object).unwrap();
-    let exe = dir.path().join("program");
-    let status = std::process::Command::new("cc")
-        .arg(dir.path().join("driver.c"))
-        .arg(dir.path().join("ops.o"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{driver}");
-    let out = std::process::Command::new(&exe).output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    Some(String::from_utf8(out.stdout).unwrap())
 }
 
 fn call(jit: &JITModule, id: FuncId, x: i32) -> i32 {
