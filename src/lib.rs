@@ -95,6 +95,7 @@ pub mod references;
 pub mod refs;
 pub mod report;
 pub mod similar;
+pub mod sizes;
 #[cfg(feature = "verify")]
 pub mod verify;
 

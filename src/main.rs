@@ -6,6 +6,8 @@
 mod global;
 #[path = "cli/progress.rs"]
 mod progress;
+#[path = "cli/sizes.rs"]
+mod sizes;
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -120,9 +122,20 @@ struct Opts {
     #[arg(long)]
     function_sections: bool,
 
-    /// Also compile the module without merging, to report `text_bytes_unmerged`.
+    /// Also compile the module without merging, to report `text_bytes_unmerged` and where the
+    /// bytes went: `saved_bytes` per class and group, `saved_by_kind` in the object, and in the
+    /// text report the largest savings.
     #[arg(long)]
     size_baseline: bool,
+
+    /// With --size-baseline, the text report lists the N largest savings (default: 10).
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+
+    /// Write where the bytes went as one self-contained HTML page to FILE.html (implies
+    /// --size-baseline; needs -o).
+    #[arg(long, value_name = "FILE.html")]
+    size_report: Option<PathBuf>,
 
     /// Threads for the parallel phases (reading and verifying, hashing, merging, summarizing);
     /// default: one per core. Small modules use one thread whatever this says (under 4,096
@@ -153,6 +166,9 @@ enum Command {
     Summarize(global::SummarizeArgs),
     /// Combine summaries into one (any order and grouping gives the same bytes).
     Combine(global::CombineArgs),
+    /// Per-symbol size changes between two objects (ELF or Mach-O), largest first, with the
+    /// text totals.
+    Diff(sizes::DiffArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -309,6 +325,7 @@ fn run(opts: Opts) -> Result<()> {
     match &opts.command {
         Some(Command::Summarize(args)) => return global::summarize(args),
         Some(Command::Combine(args)) => return global::combine(args),
+        Some(Command::Diff(args)) => return sizes::diff(args),
         None => {}
     }
     let clif_to_stdout = opts.emit_clif.as_deref() == Some(Path::new("-"));
@@ -320,10 +337,20 @@ fn run(opts: Opts) -> Result<()> {
         None if clif_to_stdout => None,
         None => Some(ReportFormat::Text),
     };
-    let output_paths: Vec<&Path> = [opts.output.as_deref(), opts.emit_clif.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
+    sizes::check_size_options(
+        opts.size_report.as_deref(),
+        opts.top,
+        opts.size_baseline,
+        opts.output.is_some(),
+    )?;
+    let output_paths: Vec<&Path> = [
+        opts.output.as_deref(),
+        opts.emit_clif.as_deref(),
+        opts.size_report.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let files = clif_merge::read::input_files(&opts.files)?;
     let inputs: Vec<PathBuf> = files.iter().chain(&opts.summary).cloned().collect();
     global::check_stdin_once(inputs.iter().map(PathBuf::as_path))?;
@@ -345,7 +372,8 @@ fn run(opts: Opts) -> Result<()> {
         print_verify_report(checked);
     }
     let start = Instant::now();
-    write(&opts, &done, report_format, clif_to_stdout)?;
+    let page = sizes::size_report_page(&done, &files);
+    write(&opts, &done, report_format, clif_to_stdout, page.as_deref())?;
     done.phases.push(("write", start.elapsed()));
     if opts.time_passes {
         let mut stderr = std::io::stderr().lock();
@@ -415,7 +443,7 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
             verify
         }),
         object,
-        size_baseline: opts.size_baseline,
+        size_baseline: opts.size_baseline || opts.size_report.is_some(),
         emit_clif: opts.emit_clif.is_some(),
         summary: opts
             .summary
@@ -432,11 +460,13 @@ fn write(
     done: &PipelineOutput,
     report_format: Option<ReportFormat>,
     clif_to_stdout: bool,
+    page: Option<&str>,
 ) -> Result<()> {
     let object_report = done.object.as_ref().map(|o| &o.report);
+    let top = Some(opts.top.unwrap_or(report::DEFAULT_TOP));
     let report_text = report_format.map(|f| match f {
         ReportFormat::Json => report::to_json(&done.report, object_report) + "\n",
-        ReportFormat::Text => report::to_text(&done.report, object_report),
+        ReportFormat::Text => report::to_text_top(&done.report, object_report, top),
     });
     let mut files: Vec<(&Path, &[u8])> = Vec::new();
     if let (Some(path), Some(object)) = (&opts.output, &done.object) {
@@ -446,6 +476,9 @@ fn write(
         && !clif_to_stdout
     {
         files.push((path, clif.as_bytes()));
+    }
+    if let (Some(path), Some(page)) = (&opts.size_report, page) {
+        files.push((path, page.as_bytes()));
     }
     output::write_outputs(&files)?;
     let mut stdout = std::io::stdout().lock();

@@ -38,7 +38,8 @@ pub struct PipelineOptions {
     pub verify: Option<crate::verify::VerifyOptions>,
     /// Compile the merged module into an object.
     pub object: Option<ObjectOptions>,
-    /// With `object`, also compile the module unmerged, for `text_bytes_unmerged`.
+    /// With `object`, also compile the module unmerged, for `text_bytes_unmerged` and the size
+    /// attribution ([`crate::sizes`], in the object's report).
     pub size_baseline: bool,
     /// Write the merged module as CLIF text.
     pub emit_clif: bool,
@@ -171,7 +172,8 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     })
 }
 
-/// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report.
+/// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,
+/// and where the bytes went ([`crate::sizes`]).
 fn compile(
     merged: &ClifModule,
     report: &MergeReport,
@@ -186,6 +188,7 @@ fn compile(
         };
         let base = write_object(unmerged, 0, &baseline)?;
         out.report.text_bytes_unmerged = Some(base.report.text_bytes);
+        out.report.sizes = Some(crate::sizes::attribute(report, &out, &base)?);
     }
     Ok(out)
 }

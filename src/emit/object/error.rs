@@ -72,7 +72,7 @@ impl ObjectError {
     }
 
     /// An error of the object crate, while writing or reading back.
-    pub(super) fn write(e: impl std::fmt::Display) -> ObjectError {
+    pub(crate) fn write(e: impl std::fmt::Display) -> ObjectError {
         ObjectError::Write(e.to_string())
     }
 }

@@ -9,15 +9,15 @@ use crate::refs::ModuleRefs;
 use cranelift_entity::PrimaryMap;
 use rustc_hash::FxHashMap;
 
-/// Phase 3: folds compiled functions with identical code as `fold::fold` decides; returns how
-/// many were folded.
+/// Phase 3: folds compiled functions with identical code as `fold::fold` decides; returns the
+/// folds made.
 pub(super) fn fold_machine_code(
     module: &ClifModule,
     refs: &ModuleRefs,
     slots: &Slots,
     code: &mut PrimaryMap<FunctionId, Code>,
     mode: Mode,
-) -> usize {
+) -> Vec<fold::Fold> {
     let machine_relocs: Vec<Vec<MachineReloc>> = code
         .values()
         .map(|c| match c {
@@ -87,5 +87,5 @@ pub(super) fn fold_machine_code(
             Code::Removed => {}
         }
     }
-    folds.len()
+    folds
 }

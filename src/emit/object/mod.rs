@@ -27,6 +27,7 @@
 //! | `slots.rs` | 1: names |
 //! | `code.rs` | 2: compiled code and jump thunks |
 //! | `folding.rs` | 3: applies `crate::fold`'s decisions to the code |
+//! | `forms.rs` | what each function became, with its bytes (for `crate::sizes`) |
 //! | `define.rs` | 4: declares and defines functions in cranelift-object |
 //! | `symbols.rs` | 4: alias symbols, the report's symbol map |
 //! | `addrsig.rs` | 5: the address-significance table |
@@ -38,6 +39,7 @@ mod code;
 mod define;
 mod error;
 mod folding;
+mod forms;
 mod linkonce;
 mod slots;
 mod symbols;
@@ -54,6 +56,7 @@ use std::collections::BTreeMap;
 use target_lexicon::{BinaryFormat, Triple};
 
 pub use error::ObjectError;
+pub use forms::{CodeForm, FunctionCode};
 pub use slots::symbol_name;
 pub use target::{
     IsaSettings, OptLevel, SUPPORTED_TARGETS, TARGET_SHORT_NAMES, host_target, parse_target,
@@ -99,6 +102,11 @@ pub struct ObjectReport {
     pub folded_machine_code: usize,
     /// Every function name, as in CLIF, to its symbol in the object.
     pub symbols: BTreeMap<String, String>,
+    /// With the size baseline: where the bytes went, measured against the unmerged object
+    /// ([`crate::sizes`]). In JSON: `saved_by_kind` here and `saved_bytes` in each class,
+    /// similar group and shared body ([`crate::report::to_json`]).
+    #[serde(skip)]
+    pub sizes: Option<crate::sizes::SizeAttribution>,
 }
 
 /// An object file's bytes and what it holds.
@@ -108,6 +116,8 @@ pub struct ObjectOutput {
     pub bytes: Vec<u8>,
     /// What it holds.
     pub report: ObjectReport,
+    /// Every defined function, in module order, with what it became.
+    pub functions: Vec<FunctionCode>,
 }
 
 /// Writes `module` (already merged) as an object. `removed_by_merge` is the number of functions
@@ -132,10 +142,10 @@ pub fn write_object(
     let slots = slots::Slots::new(module, &target::build_identity(&*isa));
     let refs = ModuleRefs::of(module);
     let mut code = code::compile_all(module, &slots, &*isa)?;
-    let folded = if options.fold_machine_code {
+    let folds = if options.fold_machine_code {
         folding::fold_machine_code(module, &refs, &slots, &mut code, options.mode)
     } else {
-        0
+        Vec::new()
     };
 
     // Phase 4: the object.
@@ -192,9 +202,11 @@ pub fn write_object(
             aliases,
             thunks: defined.thunks,
             removed: removed_by_merge + defined.removed,
-            folded_machine_code: folded,
+            folded_machine_code: folds.len(),
             symbols: symbols::symbol_map(&slots, &code, macho),
+            sizes: None,
         },
+        functions: forms::function_codes(module, &code, &folds, &jump),
         bytes,
     })
 }
