@@ -46,6 +46,6 @@ mod text;
 pub use attribution::{
     EntrySizes, MemberBytes, SavedByKind, SavingKind, SizeAttribution, attribute,
 };
-pub use diff::{ObjectDiff, SymbolChange, diff_objects};
+pub use diff::{ObjectDiff, PADDING_ROW, SymbolChange, diff_objects};
 pub use page::to_html;
 pub use text::{Saving, savings, to_text};
