@@ -154,7 +154,8 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
         Some(object_options) => {
             options.phase("compiling");
             let start = Instant::now();
-            let object = compile(&module, &report, unmerged.as_ref(), object_options)?;
+            let summary = options.summary.as_ref();
+            let object = compile(&module, &report, unmerged.as_ref(), summary, object_options)?;
             phases.push(("compile-and-object", start.elapsed()));
             Some(object)
         }
@@ -178,6 +179,7 @@ fn compile(
     merged: &ClifModule,
     report: &MergeReport,
     unmerged: Option<&ClifModule>,
+    summary: Option<&crate::global::Summary>,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput> {
     let mut out = write_object(merged, report.removed(), options)?;
@@ -188,7 +190,11 @@ fn compile(
         };
         let base = write_object(unmerged, 0, &baseline)?;
         out.report.text_bytes_unmerged = Some(base.report.text_bytes);
-        out.report.sizes = Some(crate::sizes::attribute(report, &out, &base)?);
+        let mut sizes = crate::sizes::attribute(report, &out, &base)?;
+        if let Some(summary) = summary {
+            sizes.global_holders = crate::sizes::global_holders(report, unmerged, summary);
+        }
+        out.report.sizes = Some(sizes);
     }
     Ok(out)
 }

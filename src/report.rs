@@ -9,7 +9,8 @@ use std::fmt::Write;
 /// similar merging `similar[{shared, parameters, members[{name, by}]}]`, with a summary
 /// `global{summary_functions, shared[{shared, parameters, members}]}`, and `object` when an object was
 /// written. With the size attribution ([`crate::sizes`], `--size-baseline`): every class,
-/// similar group and global shared body gains `saved_bytes`, and `object` gains
+/// similar group and global shared body gains `saved_bytes` (a shared body also `holders`,
+/// the program's functions with its content), and `object` gains
 /// `saved_by_kind{alias, thunk, removed, folded, similar}` (and `global` with a summary) after
 /// `text_bytes_unmerged`.
 pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
@@ -31,6 +32,12 @@ fn add_saved_bytes(report: &mut serde_json::Value, sizes: &SizeAttribution) {
     set_saved_bytes(report.get_mut("similar"), &sizes.similar);
     let global = report.get_mut("global").and_then(|g| g.get_mut("shared"));
     set_saved_bytes(global, &sizes.global);
+    let global = report.get_mut("global").and_then(|g| g.get_mut("shared"));
+    if let Some(bodies) = global.and_then(serde_json::Value::as_array_mut) {
+        for (body, holders) in bodies.iter_mut().zip(&sizes.global_holders) {
+            body["holders"] = (*holders).into();
+        }
+    }
 }
 
 /// Adds each entry's `saved_bytes` to the list's entry of the same place.

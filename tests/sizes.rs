@@ -165,7 +165,11 @@ fn check_json(done: &PipelineOutput, sizes: &SizeAttribution) -> Result<(), Stri
         .as_object()
         .ok_or("no saved_by_kind")?;
     let keys: Vec<&str> = kinds.keys().map(String::as_str).collect();
-    if keys != ["alias", "thunk", "removed", "folded", "similar"] {
+    let mut expected = vec!["alias", "thunk", "removed", "folded", "similar"];
+    if done.report.global.is_some() {
+        expected.push("global");
+    }
+    if keys != expected {
         return Err(format!("saved_by_kind has {keys:?}"));
     }
     let total: i64 = kinds.values().map(|v| v.as_i64().unwrap()).sum();
@@ -237,6 +241,62 @@ proptest! {
             prop_assert!(false, "{c:?}: {e}");
         }
     }
+}
+
+/// Global merging: each unit's saving adds up, with a `global` kind; every shared body is
+/// attributed (the body's bytes against its members') and says how many of the program's
+/// functions hold its content.
+#[test]
+fn attribution_adds_up_per_unit_of_global_merging() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/global");
+    let units: Vec<ClifModule> = (0..3)
+        .map(|k| {
+            let path = data.join(format!("unit{k}.clif"));
+            clif_merge::read_files(&[path], Default::default()).unwrap()
+        })
+        .collect();
+    let summary = clif_merge::global::Summary::combine(
+        units.iter().map(clif_merge::global::Summary::of_module),
+    );
+    let mut bodies = 0;
+    for (k, unit) in units.iter().enumerate() {
+        for config in every_config().into_iter().filter(|c| !c.function_sections) {
+            let options = PipelineOptions {
+                summary: Some(summary.clone()),
+                ..options(config)
+            };
+            let done = run(unit.clone(), &options).unwrap();
+            if let Err(e) = check_adds_up(&done, config) {
+                panic!("unit {k}, {config:?}: {e}");
+            }
+            let sizes = done.object.as_ref().unwrap().report.sizes.as_ref().unwrap();
+            assert!(
+                sizes.by_kind.global.is_some(),
+                "a global kind with a summary"
+            );
+            let global = done.report.global.as_ref().unwrap();
+            assert_eq!(sizes.global.len(), global.shared.len());
+            for ((body, entry), holders) in global
+                .shared
+                .iter()
+                .zip(&sizes.global)
+                .zip(&sizes.global_holders)
+            {
+                let shared = entry.members.iter().find(|m| m.name == body.shared);
+                assert!(
+                    shared.is_some_and(|m| m.before == 0 && m.after > 0),
+                    "{entry:?}"
+                );
+                assert!(
+                    *holders > body.members.len().min(1),
+                    "another unit holds {}",
+                    body.shared
+                );
+                bodies += 1;
+            }
+        }
+    }
+    assert!(bodies > 0, "the units share bodies");
 }
 
 /// Without a size baseline nothing changes: no attribution, no new JSON fields.

@@ -147,6 +147,9 @@ pub struct SizeAttribution {
     pub similar: Vec<EntrySizes>,
     /// One per global shared body, in the report's order.
     pub global: Vec<EntrySizes>,
+    /// One per global shared body: the functions of the whole program that hold its content
+    /// ([`super::global_holders`]); the link keeps one copy of the body for all of them.
+    pub global_holders: Vec<usize>,
     /// Machine-code folds not in any of the above, one per function whose code the folded ones
     /// share, by its name.
     pub folded: Vec<(FuncName, EntrySizes)>,

@@ -36,10 +36,12 @@
 //! | `text.rs` | the text form, largest savings first ([`to_text`]) |
 //! | `page.rs` | the self-contained HTML page ([`to_html`]) |
 //! | `diff.rs` | per-symbol differences of two objects ([`diff_objects`]) |
+//! | `holders.rs` | global merging: the program's functions that hold a shared body's content |
 
 mod attribution;
 mod diff;
 mod footprint;
+mod holders;
 mod page;
 mod text;
 
@@ -47,5 +49,6 @@ pub use attribution::{
     EntrySizes, MemberBytes, SavedByKind, SavingKind, SizeAttribution, attribute,
 };
 pub use diff::{ObjectDiff, PADDING_ROW, SymbolChange, diff_objects};
+pub use holders::global_holders;
 pub use page::to_html;
 pub use text::{Saving, savings, to_text};

@@ -15,13 +15,20 @@ pub struct Saving<'a> {
     pub name: &'a FuncName,
     /// Its figures.
     pub sizes: &'a EntrySizes,
+    /// For a global shared body: the program's functions that hold its content.
+    pub holders: Option<usize>,
 }
 
 /// Every entry, largest saving first (then by kind and name, so that the order is the same on
 /// every run).
 pub fn savings<'a>(report: &'a MergeReport, sizes: &'a SizeAttribution) -> Vec<Saving<'a>> {
     let mut all: Vec<Saving<'a>> = Vec::new();
-    let each = |what, name, sizes| Saving { what, name, sizes };
+    let each = |what, name, sizes| Saving {
+        what,
+        name,
+        sizes,
+        holders: None,
+    };
     all.extend(
         report
             .classes
@@ -43,7 +50,11 @@ pub fn savings<'a>(report: &'a MergeReport, sizes: &'a SizeAttribution) -> Vec<S
             .iter()
             .flat_map(|g| &g.shared)
             .zip(&sizes.global)
-            .map(|(g, s)| each("global", &g.shared, s)),
+            .enumerate()
+            .map(|(at, (g, s))| Saving {
+                holders: sizes.global_holders.get(at).copied(),
+                ..each("global", &g.shared, s)
+            }),
     );
     all.extend(sizes.folded.iter().map(|(kept, s)| each("folded", kept, s)));
     all.sort_by(|a, b| {
@@ -76,9 +87,13 @@ pub fn to_text(report: &MergeReport, sizes: &SizeAttribution, top: Option<usize>
     let all = savings(report, sizes);
     let shown = top.unwrap_or(all.len()).min(all.len());
     for s in &all[..shown] {
+        let holders = s
+            .holders
+            .map(|h| format!(", {h} in the program"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {:>8} saved  {} {} ({} functions)",
+            "  {:>8} saved  {} {} ({} functions{holders})",
             s.sizes.saved,
             s.what,
             s.name,
