@@ -96,18 +96,20 @@ fn text_symbols(bytes: &[u8]) -> Result<TextSymbols, ObjectError> {
         symbols: BTreeMap::new(),
         text_bytes: 0,
     };
+    // By section: every function symbol's (address, name, size).
+    let mut by_section: BTreeMap<usize, Vec<(u64, String, u64)>> = BTreeMap::new();
+    for s in file.symbols() {
+        if let (Some(section), SymbolKind::Text, false, Ok(name)) =
+            (s.section_index(), s.kind(), s.is_undefined(), s.name())
+        {
+            let here = by_section.entry(section.0).or_default();
+            here.push((s.address(), name.to_string(), s.size()));
+        }
+    }
     for section in file.sections().filter(|s| s.kind() == SectionKind::Text) {
         out.text_bytes += section.size();
-        // Every function symbol of the section: (address, name, size), by address then name.
-        let mut here: Vec<(u64, String, u64)> = file
-            .symbols()
-            .filter(|s| {
-                s.section_index() == Some(section.index())
-                    && s.kind() == SymbolKind::Text
-                    && !s.is_undefined()
-            })
-            .filter_map(|s| Some((s.address(), s.name().ok()?.to_string(), s.size())))
-            .collect();
+        // By address, then name.
+        let mut here = by_section.remove(&section.index().0).unwrap_or_default();
         here.sort();
         let end = section.address() + section.size();
         let mut owner: Option<(u64, String)> = None;

@@ -32,8 +32,8 @@ pub(crate) fn footprints(object: &ObjectOutput) -> Result<Footprints, ObjectErro
             address_of.insert(name, (section, symbol.address()));
         }
     }
-    // (section, offset in it, bytes, name) of every function with code.
-    let mut items: Vec<(SectionIndex, u64, u64, &FuncName)> = Vec::new();
+    // By section: (offset in it, bytes, name) of every function with code.
+    let mut items: FxHashMap<SectionIndex, Vec<(u64, u64, &FuncName)>> = FxHashMap::default();
     for f in &object.functions {
         if !matches!(f.form, CodeForm::Compiled | CodeForm::Thunk) {
             continue;
@@ -49,13 +49,14 @@ pub(crate) fn footprints(object: &ObjectOutput) -> Result<Footprints, ObjectErro
             .section_by_index(section)
             .map_err(ObjectError::write)?
             .address();
-        items.push((section, address - base, f.bytes, &f.name));
+        let here = items.entry(section).or_default();
+        here.push((address - base, f.bytes, &f.name));
     }
-    items.sort_by_key(|&(section, offset, _, _)| (section.0, offset));
     let mut out = Footprints::default();
     for section in file.sections().filter(|s| s.kind() == SectionKind::Text) {
         out.text_bytes += section.size();
-        let mine: Vec<_> = items.iter().filter(|i| i.0 == section.index()).collect();
+        let mut mine = items.remove(&section.index()).unwrap_or_default();
+        mine.sort_by_key(|&(offset, _, _)| offset);
         let Some(last) = mine.len().checked_sub(1) else {
             out.unowned += section.size();
             continue;
@@ -63,7 +64,7 @@ pub(crate) fn footprints(object: &ObjectOutput) -> Result<Footprints, ObjectErro
         // Each function from where the one before it ended (the padding before it included) to
         // its own end; the last to the section's end. The footprints add up to the section.
         let mut owned_to = 0u64;
-        for (at, &&(_, offset, bytes, name)) in mine.iter().enumerate() {
+        for (at, &(offset, bytes, name)) in mine.iter().enumerate() {
             let end = if at == last {
                 section.size().max(owned_to)
             } else {
