@@ -204,7 +204,7 @@ fn run_config(module: &ClifModule, config: Config) -> Result<(), String> {
 fn attribution_adds_up_on_generated_modules_in_every_configuration() {
     let mut seed = 0x5eed_51e5_u64;
     let configs = every_config();
-    for case in 0..6 {
+    for case in 0..3 {
         let config = if case % 2 == 0 {
             ModGenConfig::native(cranelift_codegen::isa::CallConv::SystemV)
         } else {
@@ -221,7 +221,7 @@ fn attribution_adds_up_on_generated_modules_in_every_configuration() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     /// Random modules, a random configuration each.
     #[test]
@@ -373,7 +373,7 @@ fn attribution_adds_up_on_genmod_modules_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
         "--functions",
-        "300",
+        "150",
         "--dup-rate",
         "0.3",
         "--near-rate",
