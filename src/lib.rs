@@ -59,6 +59,7 @@
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
 //! | [`report`] | the report as JSON (a stable contract) or text |
+//! | [`sizes`] | where the bytes went: size attribution by class and kind, its text and HTML forms, and the per-symbol diff of two objects |
 //! | [`output`] | writing output files all or none, never replacing what is not a regular file |
 //! | [`error`](Error) | [`Error`]: every step's typed error |
 //!

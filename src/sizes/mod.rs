@@ -29,6 +29,55 @@
 //! count with the first. So the kinds add up to `text_bytes_unmerged - text_bytes` exactly, and
 //! so do the entries.
 //!
+//! # As a library
+//!
+//! [`crate::pipeline::run`] with `size_baseline` and an object puts the attribution in the
+//! object's report; [`attribute`] computes it from two objects written by
+//! [`crate::emit::object::write_object`].
+//!
+//! ```
+//! use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target};
+//! use clif_merge::pipeline::{PipelineOptions, run};
+//! use clif_merge::{Mode, read_module_text};
+//!
+//! let text = "
+//!     function %a(i64) -> i64 {
+//!     block0(v0: i64):
+//!         v1 = iconst.i64 7
+//!         v2 = imul v0, v1
+//!         v3 = iadd v2, v1
+//!         return v3
+//!     }
+//!     function %b(i64) -> i64 {
+//!     block0(v0: i64):
+//!         v1 = iconst.i64 7
+//!         v2 = imul v0, v1
+//!         v3 = iadd v2, v1
+//!         return v3
+//!     }
+//! ";
+//! let module = read_module_text("a.clif".as_ref(), text, Default::default()).unwrap();
+//! let options = PipelineOptions {
+//!     object: Some(ObjectOptions {
+//!         target: parse_target("x86_64-unknown-linux-gnu").unwrap(),
+//!         opt_level: OptLevel::Speed,
+//!         isa: Default::default(),
+//!         function_sections: false,
+//!         mode: Mode::Safe,
+//!         fold_machine_code: true,
+//!     }),
+//!     size_baseline: true,
+//!     ..Default::default()
+//! };
+//! let done = run(module, &options).unwrap();
+//! let sizes = done.object.unwrap().report.sizes.unwrap();
+//! let saved = sizes.text_bytes_unmerged as i64 - sizes.text_bytes as i64;
+//! // `%b` became a thunk: the class saved it all, as `thunk`.
+//! assert_eq!(sizes.classes[0].saved, saved);
+//! assert_eq!(sizes.by_kind.thunk, saved);
+//! assert_eq!(sizes.by_kind.total(), saved);
+//! ```
+//!
 //! | file | what |
 //! |---|---|
 //! | `footprint.rs` | footprints of an object's functions |
