@@ -1087,6 +1087,83 @@ fn a_corrupted_store_in_real_shaped_code_is_reported() {
     );
 }
 
+/// A leaf, a direct caller of it, a caller of that one, and a caller through its address; none
+/// equal to another.
+const CALL_CHAIN: &str = "
+function %leaf(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 3
+    v2 = imul v0, v1
+    return v2
+}
+
+function %direct(i64) -> i64 {
+    sig0 = (i64) -> i64
+    fn0 = %leaf sig0
+block0(v0: i64):
+    v1 = call fn0(v0)
+    v2 = iadd v1, v0
+    return v2
+}
+
+function %two_up(i64) -> i64 {
+    sig0 = (i64) -> i64
+    fn0 = %direct sig0
+block0(v0: i64):
+    v1 = call fn0(v0)
+    v2 = bxor v1, v0
+    return v2
+}
+
+function %through_address(i64) -> i64 {
+    sig0 = (i64) -> i64
+    fn0 = %leaf sig0
+block0(v0: i64):
+    v1 = func_addr.i64 fn0
+    v2 = call_indirect sig0, v1(v0)
+    v3 = isub v2, v0
+    return v3
+}
+
+function %apart(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 9
+    v2 = udiv v0, v1
+    return v2
+}
+";
+
+/// A function the merge left as it was is run on both sides again when a run of it reaches,
+/// by a call or through an address, a function the merge changed: only the runs that reach
+/// nothing changed are known to be the same without running the merged side.
+#[test]
+fn unchanged_callers_of_a_changed_function_are_run_again() {
+    let original = module_from_text(CALL_CHAIN, &[]);
+    let (mut merged, report) = merged(&original, Mode::Safe);
+    assert_eq!(report.merged, 0, "{report:?}");
+    let clean = verify_merge(&original, &merged, &report, &test_options());
+    assert!(clean.is_ok(), "{}", clean.summary());
+    assert!(corrupt_constant(
+        &mut merged,
+        &FuncName::parse("%leaf").unwrap(),
+        0,
+        1
+    ));
+    let v = verify_merge(&original, &merged, &report, &test_options());
+    let wrong: std::collections::BTreeSet<String> = v
+        .mismatches
+        .iter()
+        .map(|m| m.function.to_string())
+        .collect();
+    assert_eq!(
+        wrong.into_iter().collect::<Vec<_>>(),
+        ["%direct", "%leaf", "%through_address", "%two_up"],
+        "{}",
+        v.summary()
+    );
+    assert_eq!(v.fully_checked, 5, "{}", v.summary());
+}
+
 #[test]
 fn unsupported_runs_are_named_by_opcode() {
     let text = "

@@ -61,7 +61,7 @@ use crate::module::{ClifModule, FuncName, ModuleFunction};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
 use inputs::{Rng, arguments, fnv, mix};
-use names::{Names, Stubs};
+use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
 
@@ -112,18 +112,25 @@ pub fn verify_merge(
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
+    let resolved = [
+        Resolved::new(original, &names, &stubs_a),
+        Resolved::new(merged, &names, &stubs_b),
+    ];
+    let unchanged = Unchanged::new(&resolved[0], &resolved[1]);
     let functions: Vec<&ModuleFunction> = original.functions().collect();
     // Pieces of functions checked on the pool, each with its own two sides, then reported in
     // module order: the report is the same whatever the threads.
     let pieces: Vec<&[&ModuleFunction]> = functions.chunks(64).collect();
     let reports = crate::parallel::map_large(&pieces, |piece| {
         let mut sides = [
-            Side::new(original, &names, &stubs_a),
-            Side::new(merged, &names, &stubs_b),
+            Side::new(&resolved[0], &names),
+            Side::new(&resolved[1], &names),
         ];
         let mut out = VerifyReport::default();
         for mf in piece.iter() {
-            check_or_skip(&mut out, &mut sides, mf, merged, &removed, options);
+            check_or_skip(
+                &mut out, &mut sides, &unchanged, mf, merged, &removed, options,
+            );
         }
         out
     });
@@ -141,6 +148,7 @@ pub fn verify_merge(
 fn check_or_skip<'a>(
     out: &mut VerifyReport,
     sides: &mut [Side<'a>; 2],
+    unchanged: &Unchanged,
     mf: &'a ModuleFunction,
     merged: &'a ClifModule,
     removed: &FxHashMap<FuncName, FuncName>,
@@ -155,7 +163,16 @@ fn check_or_skip<'a>(
     out.functions += 1;
     let (target, ran_as) = counterpart(merged, &mf.name, removed);
     match target.filter(|t| t.signature == func.signature) {
-        Some(target) => check_function(out, sides, mf, target, ran_as, options),
+        Some(target) => {
+            // The merged side of a run is the original's when both run the same function and
+            // the run resolved nothing the merge changed (see `Unchanged`).
+            let same_entry = match &ran_as {
+                None => unchanged.names[sides[0].name_index(&mf.name)],
+                Some(_) => *func == *target,
+            };
+            let unchanged = same_entry.then_some(unchanged);
+            check_function(out, sides, unchanged, mf, target, ran_as, options)
+        }
         None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
     }
 }
@@ -241,6 +258,7 @@ fn no_counterpart(
 fn check_function<'a>(
     out: &mut VerifyReport,
     sides: &mut [Side<'a>; 2],
+    unchanged: Option<&Unchanged>,
     mf: &'a ModuleFunction,
     target: &'a Function,
     ran_as: Option<FuncName>,
@@ -267,7 +285,10 @@ fn check_function<'a>(
             inconclusive += 1;
             continue;
         }
-        let b = sides[1].run(target, &args, options, memory_seed);
+        let b = match unchanged {
+            Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
+            _ => sides[1].run(target, &args, options, memory_seed),
+        };
         if b.outcome.is_inconclusive() {
             out.inconclusive += 1;
             inconclusive += 1;
@@ -303,7 +324,8 @@ pub fn run_function(
 ) -> Run {
     let names = Names::new(&[module]);
     let stubs = Stubs::new(module, &names.names);
-    let mut side = Side::new(module, &names, &stubs);
+    let resolved = Resolved::new(module, &names, &stubs);
+    let mut side = Side::new(&resolved, &names);
     match module.resolve(name) {
         Some(id) => side.run(&module.function(id).func, args, options, options.seed),
         None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),
