@@ -18,7 +18,9 @@ mod common;
 #[allow(unused_imports)]
 use common::generator as _;
 
-use clif_merge::verify::{Outcome, VerifyOptions, VerifyReport, run_function, verify_merge};
+use clif_merge::verify::{
+    Outcome, Trap, VerifyOptions, VerifyReport, run_function, verify_merge,
+};
 use clif_merge::{
     Action, ClifModule, FuncName, MergeReport, Mode, SimilarOptions, SymbolLinkage, emit,
     merge_module, merge_module_with,
@@ -28,7 +30,7 @@ use common::split::split_units;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{
-    ExternalName, Function, InstructionData, Opcode, UserExternalName, UserFuncName,
+    ExternalName, Function, InstructionData, Opcode, TrapCode, UserExternalName, UserFuncName,
 };
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings;
@@ -1268,23 +1270,8 @@ fn tally_mutations(
     report: &MergeReport,
     ch: &mut common::r#gen::Choices,
 ) {
-    use common::mutate::{Kind, mutate_one_field};
-    // The kinds that corrupt one instruction (the others change a signature or the frame, which
-    // the interpreter does not model: they are checked natively, in tests/fuzz_loop.rs).
-    const INSTRUCTION_KINDS: [Kind; 12] = [
-        Kind::IntImmediate,
-        Kind::FloatImmediate,
-        Kind::Offset,
-        Kind::IntCond,
-        Kind::FloatCond,
-        Kind::Opcode,
-        Kind::TypeWidth,
-        Kind::MemFlag,
-        Kind::TrapCode,
-        Kind::SwapOperands,
-        Kind::Operand,
-        Kind::BranchTarget,
-    ];
+    const PROBE: TrapCode = TrapCode::unwrap_user(250);
+    let params = common::live::LiveParams::of(merged);
     let options = test_options();
     let thorough = VerifyOptions {
         runs: 256,
@@ -1299,10 +1286,17 @@ fn tally_mutations(
             continue;
         };
         let func = &merged.function(id).func;
-        let start = ch.below(INSTRUCTION_KINDS.len());
-        let Some((kind, mutant)) = (0..INSTRUCTION_KINDS.len())
-            .map(|k| INSTRUCTION_KINDS[(start + k) % INSTRUCTION_KINDS.len()])
-            .find_map(|kind| mutate_one_field(func, kind, ch).map(|m| (kind, m)))
+        // Whether a run of the check reaches `inst`: a probe trap before it shows.
+        let mut reached = |inst| {
+            let mut probed = merged.clone();
+            probed.function_mut(id).func = common::live::with_probe(func, inst, PROBE);
+            verify_merge(original, &probed, report, &options)
+                .mismatches
+                .iter()
+                .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
+        };
+        let Some((kind, mutant)) =
+            common::live::corrupt_live(func, merged, &params, ch, &mut reached)
         else {
             continue;
         };

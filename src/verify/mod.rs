@@ -34,11 +34,13 @@
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
 //!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
-//!   ends. A run in which either side hits a limit is *inconclusive* (when the original does,
-//!   the merged side is not run); one in which the interpreter cannot run an instruction (it
-//!   panics or reports an error) is *unsupported*, counted by opcode in the summary. Neither
-//!   counts as a mismatch — but a run unsupported on one side only does, since both sides run
-//!   the same bodies. A function whose runs keep being inconclusive is run with small
+//!   ends. A run whose original hits a limit is *inconclusive* (the merged side is not run).
+//!   The merged side has four times the fuel and twice the depth and stack (a thunk on the way
+//!   takes a few more): when it hits them where the original ended, it does not do the same
+//!   (a loop that no longer ends), a mismatch. A run in which the interpreter cannot run an
+//!   instruction (it panics or reports an error) is *unsupported*, counted by opcode in the
+//!   summary, not a mismatch — but a run unsupported on one side only is one, since both sides
+//!   run the same bodies. A function whose runs keep being inconclusive is run with small
 //!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
@@ -82,6 +84,21 @@ pub struct VerifyOptions {
     pub max_depth: usize,
     /// Bytes of stack slots that may be live at once.
     pub max_stack_bytes: usize,
+}
+
+impl VerifyOptions {
+    /// The limits of the merged side of a run whose original ended: a merged function may take
+    /// a few more instructions, calls and frames (a thunk on the way), not more than this. One
+    /// that hits these limits where the original ended does not do the same (a loop that no
+    /// longer ends, a recursion that no longer stops): a mismatch.
+    fn for_merged_side(&self) -> VerifyOptions {
+        VerifyOptions {
+            fuel: self.fuel.saturating_mul(4).saturating_add(1_000),
+            max_depth: self.max_depth.saturating_mul(2).saturating_add(2),
+            max_stack_bytes: self.max_stack_bytes.saturating_mul(2),
+            ..self.clone()
+        }
+    }
 }
 
 impl Default for VerifyOptions {
@@ -268,6 +285,7 @@ fn check_function<'a>(
     let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let mut inconclusive = 0;
+    let merged_options = options.for_merged_side();
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
     for run in 0..options.runs {
@@ -287,9 +305,9 @@ fn check_function<'a>(
         }
         let b = match unchanged {
             Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
-            _ => sides[1].run(target, &args, options, memory_seed),
+            _ => sides[1].run(target, &args, &merged_options, memory_seed),
         };
-        if b.outcome.is_inconclusive() {
+        if b.outcome.is_inconclusive() && a.outcome.is_unsupported() {
             out.inconclusive += 1;
             inconclusive += 1;
         } else if a.outcome.is_unsupported() && b.outcome.is_unsupported() {

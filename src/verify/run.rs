@@ -194,6 +194,12 @@ impl<'a> Side<'a> {
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
             None => {
+                // Through an address, a function of another signature may be called: a trap,
+                // as a signature check of the call would make it.
+                let caller = self.state.current_frame().function();
+                if caller.dfg.inst_results(pc).len() != callee.signature.returns.len() {
+                    return Err(Outcome::Trapped(Trap::BadSignature));
+                }
                 returns_to.push(pc);
                 if returns_to.len() >= options.max_depth {
                     Err(Outcome::TooDeep)
