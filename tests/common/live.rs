@@ -15,8 +15,8 @@
 //!   not fault may trap) are not changed, nor the trap code of an access (it shows only when
 //!   the access faults).
 
-use super::mutate::{Kind, mutate_one_field, reachable_insts};
 use super::r#gen::Choices;
+use super::mutate::{Kind, mutate_one_field, reachable_insts};
 use clif_merge::verify::{VerifyOptions, run_function};
 use clif_merge::{ClifModule, FuncName, SymbolLinkage};
 use cranelift_codegen::data_value::DataValue;
@@ -91,7 +91,10 @@ impl LiveParams {
     fn argument(&self, module: &ClifModule, callee: Option<FuncName>, k: usize) -> bool {
         let defined = callee.and_then(|name| module.resolve(&name).map(|id| module.function(id)));
         match defined {
-            Some(mf) => self.by_name.get(&mf.name).is_none_or(|p| p.get(k) != Some(&false)),
+            Some(mf) => self
+                .by_name
+                .get(&mf.name)
+                .is_none_or(|p| p.get(k) != Some(&false)),
             None => true,
         }
     }
@@ -203,9 +206,7 @@ fn changed_inst(func: &Function, mutant: &Function) -> Option<Inst> {
     func.layout
         .blocks()
         .flat_map(|b| func.layout.block_insts(b))
-        .find(|&i| {
-            func.dfg.display_inst(i).to_string() != mutant.dfg.display_inst(i).to_string()
-        })
+        .find(|&i| func.dfg.display_inst(i).to_string() != mutant.dfg.display_inst(i).to_string())
 }
 
 /// Whether the change of `inst` (from `func` to `mutant`) reaches something observable: a
@@ -264,7 +265,10 @@ fn flag_change_shows(func: &Function, mutant: &Function, inst: Inst, kind: Kind)
 }
 
 /// The formats whose instruction alone is compared (operands inline, one result).
-fn local_data(data: InstructionData, mut map: impl FnMut(Value) -> Value) -> Option<InstructionData> {
+fn local_data(
+    data: InstructionData,
+    mut map: impl FnMut(Value) -> Value,
+) -> Option<InstructionData> {
     let mut data = data;
     match &mut data {
         InstructionData::Binary { args, .. }
@@ -306,7 +310,8 @@ fn alone(func: &Function, inst: Inst, inputs: &[Value]) -> Option<Function> {
     for &v in inputs {
         sig.params.push(AbiParam::new(func.dfg.value_type(v)));
     }
-    sig.returns.push(AbiParam::new(func.dfg.value_type(results[0])));
+    sig.returns
+        .push(AbiParam::new(func.dfg.value_type(results[0])));
     let mut new = Function::with_name_signature(UserFuncName::testcase("alone"), sig);
     let block = new.dfg.make_block();
     new.layout.append_block(block);
@@ -353,20 +358,33 @@ fn alone(func: &Function, inst: Inst, inputs: &[Value]) -> Option<Function> {
 /// Edge values of a scalar type.
 fn edges(ty: Type) -> Vec<DataValue> {
     match ty {
-        types::F32 => [0.0f32, 1.0, -1.0, -0.0, f32::NAN, f32::INFINITY, 2.5, f32::MAX]
-            .iter()
-            .map(|&x| DataValue::F32(Ieee32::with_float(x)))
-            .collect(),
+        types::F32 => [
+            0.0f32,
+            1.0,
+            -1.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            2.5,
+            f32::MAX,
+        ]
+        .iter()
+        .map(|&x| DataValue::F32(Ieee32::with_float(x)))
+        .collect(),
         types::F64 => [0.0, 1.0, -1.0, -0.0, f64::NAN, f64::INFINITY, 2.5, f64::MAX]
             .iter()
             .map(|&x| DataValue::F64(Ieee64::with_float(x)))
             .collect(),
         _ => {
             let bits = ty.bits();
-            let max = if bits >= 128 { i128::MAX } else { (1i128 << (bits - 1)) - 1 };
+            let max = if bits >= 128 {
+                i128::MAX
+            } else {
+                (1i128 << (bits - 1)) - 1
+            };
             [0, 1, -1, 2, 7, 100, max, -max - 1]
                 .iter()
-.filter_map(|&x: &i128| int_value(ty, x))
+                .filter_map(|&x: &i128| int_value(ty, x))
                 .collect()
         }
     }
@@ -430,8 +448,15 @@ fn locally_equivalent(func: &Function, mutant: &Function, inst: Inst) -> bool {
             .collect();
         let ra = run_function(&ma, &name, &args, &options);
         let rb = run_function(&mb, &name, &args, &options);
-        if std::env::var_os("LIVE_DEBUG").is_some() && (ra.outcome.is_unsupported() || rb.outcome.is_unsupported()) {
-            eprintln!("UNSUPPORTED {}\n{}\n{}", ra.outcome, ma.functions().next().unwrap().func, mb.functions().next().unwrap().func);
+        if std::env::var_os("LIVE_DEBUG").is_some()
+            && (ra.outcome.is_unsupported() || rb.outcome.is_unsupported())
+        {
+            eprintln!(
+                "UNSUPPORTED {}\n{}\n{}",
+                ra.outcome,
+                ma.functions().next().unwrap().func,
+                mb.functions().next().unwrap().func
+            );
         }
         ra.outcome.to_string() == rb.outcome.to_string()
     })
@@ -439,14 +464,15 @@ fn locally_equivalent(func: &Function, mutant: &Function, inst: Inst) -> bool {
 
 /// A copy of `func` (a function of `module`) with one live instruction changed so that its
 /// result changes (see the module docs), and the kind of change; None when none of a few dozen
-/// attempts finds one. `reached` tells whether the runs of the check reach an instruction of
-/// `func` (a change of one they never reach is equivalent on their inputs).
+/// attempts finds one. `reached` tells whether the runs of the check reach the changed
+/// instruction of a mutant with a value the change changes (see [`with_probe`]): a change no
+/// run reaches, or that computes the same on every input run, is equivalent on those inputs.
 pub fn corrupt_live(
     func: &Function,
     module: &ClifModule,
     params: &LiveParams,
     ch: &mut Choices,
-    reached: &mut dyn FnMut(Inst) -> bool,
+    reached: &mut dyn FnMut(&Function, Inst) -> bool,
 ) -> Option<(Kind, Function)> {
     let live = live_values(func, module, params);
     for attempt in 0..48 {
@@ -460,7 +486,7 @@ pub fn corrupt_live(
         if change_is_live(func, &mutant, inst, module, params, &live)
             && flag_change_shows(func, &mutant, inst, kind)
             && !locally_equivalent(func, &mutant, inst)
-            && reached(inst)
+            && reached(&mutant, inst)
         {
             return Some((kind, mutant));
         }
@@ -468,23 +494,97 @@ pub fn corrupt_live(
     None
 }
 
-/// `func` with a trap of `code` (conditional on a constant 1, so the block goes on) before
-/// `inst`: a run that reaches `inst` traps with `code`.
-pub fn with_probe(func: &Function, inst: Inst, code: cranelift_codegen::ir::TrapCode) -> Function {
-    let mut probe = func.clone();
-    let one = probe.dfg.make_inst(InstructionData::UnaryImm {
-        opcode: Opcode::Iconst,
-        imm: cranelift_codegen::ir::immediates::Imm64::new(1),
+/// `mutant` with a trap of `code` before or after the changed instruction `inst`, taken when
+/// the change changes a value on the way: the result, against the instruction before the
+/// change computed beside it (one of the inline formats), else the changed operand against
+/// the one it replaced; a trap before `inst` when there is no such value (a run that reaches
+/// `inst` traps).
+pub fn with_probe(
+    func: &Function,
+    mutant: &Function,
+    inst: Inst,
+    code: cranelift_codegen::ir::TrapCode,
+) -> Function {
+    let mut probe = mutant.clone();
+    let results = func.dfg.inst_results(inst);
+    let (before, after) = (func.dfg.inst_args(inst), mutant.dfg.inst_args(inst));
+    let changed = (0..before.len().min(after.len())).find(|&k| before[k] != after[k]);
+    let inline = local_data(func.dfg.insts[inst], |v| v).is_some();
+    let same_type = results.len() == 1
+        && mutant.dfg.inst_results(inst).len() == 1
+        && func.dfg.value_type(results[0])
+            == mutant.dfg.value_type(mutant.dfg.inst_results(inst)[0]);
+    let condition = if inline && same_type {
+        // The instruction as it was, after the changed one.
+        let old = probe.dfg.make_inst(func.dfg.insts[inst]);
+        probe
+            .dfg
+            .make_inst_results(old, func.dfg.ctrl_typevar(inst));
+        let next = probe.layout.next_inst(inst).expect("not a terminator");
+        probe.layout.insert_inst(old, next);
+        let (a, b) = (probe.dfg.first_result(old), probe.dfg.inst_results(inst)[0]);
+        Some((differ(&mut probe, a, b, next), next))
+    } else if let Some(k) = changed {
+        let (a, b) = (before[k], after[k]);
+        Some((differ(&mut probe, a, b, inst), inst))
+    } else {
+        None
+    };
+    let (cond, at) = condition.unwrap_or_else(|| {
+        let one = constant(&mut probe, inst, 1);
+        (one, inst)
     });
-    probe.dfg.make_inst_results(one, types::I8);
-    probe.layout.insert_inst(one, inst);
-    let v = probe.dfg.first_result(one);
     let trap = probe.dfg.make_inst(InstructionData::CondTrap {
         opcode: Opcode::Trapnz,
-        arg: v,
+        arg: cond,
         code,
     });
     probe.dfg.make_inst_results(trap, types::INVALID);
-    probe.layout.insert_inst(trap, inst);
+    probe.layout.insert_inst(trap, at);
     probe
+}
+
+/// An `iconst.i8 x` before `at`.
+fn constant(func: &mut Function, at: Inst, x: i64) -> Value {
+    let c = func.dfg.make_inst(InstructionData::UnaryImm {
+        opcode: Opcode::Iconst,
+        imm: cranelift_codegen::ir::immediates::Imm64::new(x),
+    });
+    func.dfg.make_inst_results(c, types::I8);
+    func.layout.insert_inst(c, at);
+    func.dfg.first_result(c)
+}
+
+/// Whether `a` and `b` differ (floats by their bits), computed before `at`.
+fn differ(func: &mut Function, a: Value, b: Value, at: Inst) -> Value {
+    let ty = func.dfg.value_type(a);
+    let bits = |func: &mut Function, v: Value| -> Value {
+        if !ty.is_float() {
+            return v;
+        }
+        let int = Type::int(ty.bits() as u16).unwrap();
+        let flags = func
+            .dfg
+            .mem_flags
+            .insert(cranelift_codegen::ir::MemFlagsData::new())
+            .unwrap();
+        let cast = func.dfg.make_inst(InstructionData::LoadNoOffset {
+            opcode: Opcode::Bitcast,
+            arg: v,
+            flags,
+        });
+        func.dfg.make_inst_results(cast, int);
+        func.layout.insert_inst(cast, at);
+        func.dfg.first_result(cast)
+    };
+    let (a, b) = (bits(func, a), bits(func, b));
+    let cmp = func.dfg.make_inst(InstructionData::IntCompare {
+        opcode: Opcode::Icmp,
+        cond: cranelift_codegen::ir::condcodes::IntCC::NotEqual,
+        args: [a, b],
+    });
+    let int = func.dfg.value_type(a);
+    func.dfg.make_inst_results(cmp, int);
+    func.layout.insert_inst(cmp, at);
+    func.dfg.first_result(cmp)
 }
