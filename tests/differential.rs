@@ -1268,16 +1268,47 @@ fn tally_mutations(
     report: &MergeReport,
     ch: &mut common::r#gen::Choices,
 ) {
+    tally_with(
+        tally,
+        original,
+        merged,
+        report,
+        ch,
+        &test_options(),
+        usize::MAX,
+        false,
+    );
+}
+
+/// [`tally_mutations`] with `options`, for at most `limit` bodies; with `alone`, each check
+/// runs only the original function whose run reaches the body (large modules).
+#[allow(clippy::too_many_arguments)]
+fn tally_with(
+    tally: &mut MutationTally,
+    original: &ClifModule,
+    merged: &ClifModule,
+    report: &MergeReport,
+    ch: &mut common::r#gen::Choices,
+    options: &VerifyOptions,
+    limit: usize,
+    alone: bool,
+) {
     const PROBE: TrapCode = TrapCode::unwrap_user(250);
     let params = common::live::LiveParams::of(merged);
-    let options = test_options();
-    let thorough = VerifyOptions {
-        runs: 256,
-        seed: 0x0dd_5eed,
-        ..test_options()
-    };
     for (body, entry) in merged_bodies(report) {
-        if !runs_to_the_end(original, &entry, &options) {
+        if tally.applied >= limit {
+            break;
+        }
+        let options = &VerifyOptions {
+            only: alone.then(|| [entry.clone()].into_iter().collect()),
+            ..options.clone()
+        };
+        let thorough = VerifyOptions {
+            runs: 256,
+            seed: 0x0dd_5eed,
+            ..options.clone()
+        };
+        if !runs_to_the_end(original, &entry, options) {
             continue;
         }
         let Some(id) = merged.resolve(&body) else {
@@ -1289,7 +1320,7 @@ fn tally_mutations(
         let mut reached = |mutant: &Function, inst| {
             let mut probed = merged.clone();
             probed.function_mut(id).func = common::live::with_probe(func, mutant, inst, PROBE);
-            verify_merge(original, &probed, report, &options)
+            verify_merge(original, &probed, report, options)
                 .mismatches
                 .iter()
                 .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
@@ -1302,7 +1333,7 @@ fn tally_mutations(
         let mut corrupted = merged.clone();
         corrupted.function_mut(id).func = mutant;
         tally.applied += 1;
-        if !verify_merge(original, &corrupted, report, &options).is_ok() {
+        if !verify_merge(original, &corrupted, report, options).is_ok() {
             tally.caught += 1;
             continue;
         }
@@ -1357,6 +1388,75 @@ fn mutation_check(n: usize) -> (MutationTally, usize, usize, usize) {
         tally.never_ended
     );
     (tally, applied, caught, distinct)
+}
+
+/// The mutation check over `../shared/corpus` (release; minutes): per module, exact and
+/// `--similar` (safe mode, the command line's threshold), up to `CORPUS_MUTANTS` (default 40)
+/// kept or shared bodies whose entry runs to the end are corrupted, each checked by running its
+/// entry alone (`VerifyOptions::only`) with the command line's options. Prints the detection
+/// rate per module; `benches/verify.sh` runs it.
+#[test]
+#[ignore = "large: cargo test --release --test differential -- --ignored corpus_mutations"]
+fn corpus_mutations_are_reported() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if !dir.exists() {
+        eprintln!("note: skipping: {} is missing", dir.display());
+        return;
+    }
+    let limit = std::env::var("CORPUS_MUTANTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let wanted: Option<String> = std::env::var("VERIFY_MODULES")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            name.ends_with(".clif") || name.ends_with(".clif.xz")
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let stem = file
+            .trim_end_matches(".xz")
+            .trim_end_matches(".clif")
+            .to_string();
+        if wanted
+            .as_ref()
+            .is_some_and(|w| !w.split_whitespace().any(|m| m == stem))
+        {
+            continue;
+        }
+        let original = clif_merge::read_files(std::slice::from_ref(&path), Default::default())
+            .expect("a corpus module reads");
+        for similar in [false, true] {
+            // As the command line merges (`--similar` with its default threshold).
+            let mut merged = original.clone();
+            let similar_options = similar.then(SimilarOptions::default);
+            let (report, _) = merge_module_with(&mut merged, Mode::Safe, similar_options.as_ref());
+            let mut tally = MutationTally::default();
+            let choices =
+                Seeds(0x0c0a_9005 ^ (stem.len() as u64) << 8 ^ similar as u64).data(1 << 16);
+            let mut ch = common::r#gen::Choices::new(&choices);
+            let options = VerifyOptions::default();
+            tally_with(
+                &mut tally, &original, &merged, &report, &mut ch, &options, limit, true,
+            );
+            let (applied, caught) = (tally.applied, tally.caught);
+            let distinct = tally.distinguishable();
+            println!(
+                "| {stem} | {} | {caught} of {applied} ({:.1} %) | {caught} of {distinct} ({:.1} %) | {:?} |",
+                if similar { "--similar" } else { "exact" },
+                100.0 * caught as f64 / applied.max(1) as f64,
+                100.0 * caught as f64 / distinct.max(1) as f64,
+                tally.missed,
+            );
+        }
+    }
 }
 
 /// A few modules, in every `cargo test`; measured 88 % of all corrupted bodies (24 modules),

@@ -84,6 +84,9 @@ pub struct VerifyOptions {
     pub max_depth: usize,
     /// Bytes of stack slots that may be live at once.
     pub max_stack_bytes: usize,
+    /// Only these functions of the original are run (None: all). For checks of one function
+    /// of a large module, such as the mutation check over the corpus.
+    pub only: Option<std::collections::BTreeSet<FuncName>>,
 }
 
 impl VerifyOptions {
@@ -110,6 +113,7 @@ impl Default for VerifyOptions {
             max_inconclusive: 6,
             max_depth: 2_000,
             max_stack_bytes: 16 << 20,
+            only: None,
         }
     }
 }
@@ -172,6 +176,13 @@ fn check_or_skip<'a>(
     options: &VerifyOptions,
 ) {
     let func = &mf.func;
+    if options
+        .only
+        .as_ref()
+        .is_some_and(|only| !only.contains(&mf.name))
+    {
+        return;
+    }
     if !runnable_signature(&func.signature) {
         out.skipped += 1;
         out.unchecked += 1;
