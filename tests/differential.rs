@@ -1459,8 +1459,8 @@ fn corpus_mutations_are_reported() {
     }
 }
 
-/// A few modules, in every `cargo test`; measured 88 % of all corrupted bodies (24 modules),
-/// 98 % of those any tuple tells apart.
+/// A few modules, in every `cargo test`. Measured over 96 modules: 82.2 % of all corrupted
+/// bodies reported, 98.7 % of those any tuple tells apart (docs/testing.md).
 #[test]
 fn mutated_merged_bodies_are_reported() {
     let n = cases(6);
