@@ -1164,6 +1164,51 @@ fn unchanged_callers_of_a_changed_function_are_run_again() {
     assert_eq!(v.fully_checked, 5, "{}", v.summary());
 }
 
+/// A loop of four rounds whose values are dead: only whether it ends shows.
+const DEAD_LOOP: &str = "
+function %count(i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst.i64 0
+    jump block1(v1)
+
+block1(v2: i64):
+    v3 = iconst.i64 1
+    v4 = iadd v2, v3
+    v7 = iconst.i64 4
+    v5 = icmp ult v4, v7
+    brif v5, block1(v4), block2
+
+block2:
+    v6 = iconst.i64 7
+    return v6
+}
+";
+
+/// A merged function that no longer ends where the original did (its loop made endless) is a
+/// mismatch, not an inconclusive run: the merged side has more fuel than the original used.
+#[test]
+fn a_loop_that_no_longer_ends_is_reported() {
+    let original = module_from_text(DEAD_LOOP, &[]);
+    let (mut merged, report) = merged(&original, Mode::Safe);
+    let clean = verify_merge(&original, &merged, &report, &test_options());
+    assert!(
+        clean.is_ok() && clean.fully_checked == 1,
+        "{}",
+        clean.summary()
+    );
+    // `v2 + 1` made `v2 + 0`: the loop never ends.
+    assert!(corrupt_constant(
+        &mut merged,
+        &FuncName::parse("%count").unwrap(),
+        1,
+        -1
+    ));
+    let v = verify_merge(&original, &merged, &report, &test_options());
+    assert!(!v.is_ok(), "{}", v.summary());
+    let text = v.mismatches[0].to_string();
+    assert!(text.contains("merged runs out of fuel"), "{text}");
+}
+
 #[test]
 fn unsupported_runs_are_named_by_opcode() {
     let text = "
