@@ -448,16 +448,6 @@ fn locally_equivalent(func: &Function, mutant: &Function, inst: Inst) -> bool {
             .collect();
         let ra = run_function(&ma, &name, &args, &options);
         let rb = run_function(&mb, &name, &args, &options);
-        if std::env::var_os("LIVE_DEBUG").is_some()
-            && (ra.outcome.is_unsupported() || rb.outcome.is_unsupported())
-        {
-            eprintln!(
-                "UNSUPPORTED {}\n{}\n{}",
-                ra.outcome,
-                ma.functions().next().unwrap().func,
-                mb.functions().next().unwrap().func
-            );
-        }
         ra.outcome.to_string() == rb.outcome.to_string()
     })
 }
