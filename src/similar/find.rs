@@ -25,10 +25,10 @@ pub(super) struct Member {
 
 /// How names compare inside one function for similar merging:
 /// - a call to the function itself compares as a self-reference (the shared body calls itself);
-/// - a call to another module function that is not preemptible, through a declaration that is
-///   not `patchable`, is a hole (the callee may become a parameter);
-/// - everything else — imports (which may be libcalls), preemptible functions, addresses — by
-///   identity.
+/// - a call, through a declaration that is not `patchable`, to another module function that is
+///   not preemptible or to an import (a name the module does not define), is a hole (the callee
+///   may become a parameter);
+/// - everything else — libcalls, preemptible functions, addresses — by identity.
 struct SimilarResolver<'r> {
     module: &'r ClifModule,
     me: FunctionId,
@@ -45,8 +45,17 @@ pub(super) fn callee_key(
     kind: RefKind,
     patchable: bool,
 ) -> NameKey {
-    let Some(symbol) = symbol.filter(|_| !patchable) else {
+    if patchable {
         return NameKey::Identity;
+    }
+    // A call to an import (a name the module does not define) is a hole like a call to a module
+    // function: the shared body calls the address each member passes. (A libcall or a known
+    // symbol has no name to pass: the walk compares it by identity.)
+    let Some(symbol) = symbol else {
+        return match kind {
+            RefKind::Call => NameKey::Hole,
+            RefKind::Address => NameKey::Identity,
+        };
     };
     // A preemptible symbol may be another definition at run time, even when it names `me`
     // (a preemptible alias of it): never a self-reference, never a parameter.

@@ -26,7 +26,9 @@ struct Planned {
     members: Vec<Member>,
     layout: ParamLayout,
     /// For each parameter that is a callee, the callee's signature.
-    callee_signatures: Vec<Option<Signature>>,
+    /// For each parameter that is a callee, the callee's signature and whether every call of it
+    /// is declared `colocated`.
+    callee_signatures: Vec<Option<(Signature, bool)>>,
     name: FuncName,
     /// The first member's calls to itself.
     self_calls: Vec<Inst>,
@@ -140,20 +142,24 @@ fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
     })
 }
 
-/// For each parameter that is a callee, the signature it is called with.
+/// For each parameter that is a callee, the signature it is called with and whether every call
+/// of it is declared `colocated`.
 fn callee_signatures(
     first: &Function,
     member: &Member,
     layout: &ParamLayout,
-) -> Vec<Option<Signature>> {
-    let mut signatures = vec![None; layout.count()];
+) -> Vec<Option<(Signature, bool)>> {
+    let mut signatures: Vec<Option<(Signature, bool)>> = vec![None; layout.count()];
     for (p, param) in layout.param_of_position.iter().enumerate() {
         let Some(param) = param else { continue };
         if let InstructionData::Call { func_ref, .. } =
             first.dfg.insts[member.fingerprint.hole_sites[p]]
         {
-            let sig = first.dfg.ext_funcs[func_ref].signature;
-            signatures[*param as usize] = Some(first.dfg.signatures[sig].clone());
+            let ext = &first.dfg.ext_funcs[func_ref];
+            let sig = first.dfg.signatures[ext.signature].clone();
+            let slot = &mut signatures[*param as usize];
+            let colocated = ext.colocated && slot.as_ref().is_none_or(|(_, c)| *c);
+            *slot = Some((sig, colocated));
         }
     }
     signatures
@@ -214,17 +220,24 @@ fn hash_hole(h: &mut impl NameHasher, hole: &Hole) {
     }
 }
 
-/// FNV-1a with 128 bits: stable across builds and machines.
-/// The values member `m` passes, in parameter order.
-fn arguments(p: &Planned, m: usize) -> Vec<ExtraArgument> {
+/// The values member `m` passes, in parameter order. A callee's address is taken `colocated`
+/// when it is a module function (as the shared body's calls of it were meant to be), or when
+/// every call of the import it names was declared so.
+fn arguments(module: &ClifModule, p: &Planned, m: usize) -> Vec<ExtraArgument> {
     p.layout.values[m]
         .iter()
         .zip(&p.layout.types)
         .zip(&p.callee_signatures)
-        .map(|((value, &ty), signature)| ExtraArgument {
+        .map(|((value, &ty), callee)| ExtraArgument {
             ty,
             value: value.clone(),
-            signature: signature.clone(),
+            signature: callee.as_ref().map(|(sig, _)| sig.clone()),
+            colocated: match (value, callee) {
+                (Hole::Callee(name), Some((_, colocated))) => {
+                    *colocated || module.resolve(name).is_some()
+                }
+                _ => true,
+            },
         })
         .collect()
 }
@@ -264,7 +277,7 @@ fn apply(
             .min_by_key(|&id| position[id]);
         let mut members = Vec::with_capacity(p.members.len());
         for (m, member) in p.members.iter().enumerate() {
-            let args = arguments(p, m);
+            let args = arguments(module, p, m);
             let by = if removable(module, mode, member.id, needs) {
                 gone.insert(member.id);
                 redirect.insert(
