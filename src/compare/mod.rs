@@ -200,6 +200,10 @@ pub enum Hole {
     Name(FuncName),
     /// A direct callee.
     Callee(FuncName),
+    /// A call of the function itself, where a similar function may call another function of
+    /// the same signature (the walk writes it as a callee; similar merging names it so, so that
+    /// it equals every member's call of itself).
+    SelfCall,
 }
 
 /// A function written as its comparison tokens.

@@ -183,6 +183,9 @@ pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Valu
             });
             pos.ins().func_addr(arg.ty, callee)
         }
+        Hole::SelfCall => {
+            unreachable!("a member passes its own name as Hole::Callee for a call of itself")
+        }
     }
 }
 

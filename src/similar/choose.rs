@@ -571,7 +571,8 @@ impl CallUses {
 
 /// The functions that must keep a symbol if merged: their address is taken, a `try_call` calls
 /// them, or a group may pass their address as a parameter value (any name that is not the same
-/// in every member of its whole group: a subgroup's parameters are among those).
+/// in every member of its whole group: a subgroup's parameters are among those; a member's call
+/// of itself, where another member calls another function, passes its own address).
 pub(super) fn needs_symbol(
     module: &ClifModule,
     refs: &ModuleRefs,
@@ -587,11 +588,19 @@ pub(super) fn needs_symbol(
     for members in groups {
         let members: Vec<&Member> = members.iter().collect();
         let layout = ParamLayout::of(&members, &module.function(members[0].id).func);
-        for value in layout.values.iter().flatten() {
-            if let Hole::Name(name) | Hole::Callee(name) = value
-                && let Some(id) = module.resolve(name)
-            {
-                needs.insert(id);
+        for (values, member) in layout.values.iter().zip(&members) {
+            for value in values {
+                match value {
+                    Hole::Name(name) | Hole::Callee(name) => {
+                        if let Some(id) = module.resolve(name) {
+                            needs.insert(id);
+                        }
+                    }
+                    Hole::SelfCall => {
+                        needs.insert(member.id);
+                    }
+                    _ => {}
+                }
             }
         }
     }

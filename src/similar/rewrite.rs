@@ -217,27 +217,33 @@ fn hash_hole(h: &mut impl NameHasher, hole: &Hole) {
             h.u64(text.len() as u64);
             h.bytes(text.as_bytes());
         }
+        Hole::SelfCall => h.u64(6),
     }
 }
 
-/// The values member `m` passes, in parameter order. A callee's address is taken `colocated`
-/// when it is a module function (as the shared body's calls of it were meant to be), or when
-/// every call of the import it names was declared so.
+/// The values member `m` passes, in parameter order; for a call of itself, its own address. A
+/// callee's address is taken `colocated` when it is a module function (as the shared body's
+/// calls of it were meant to be), or when every call of the import it names was declared so.
 fn arguments(module: &ClifModule, p: &Planned, m: usize) -> Vec<ExtraArgument> {
+    let own_name = &module.function(p.members[m].id).name;
     p.layout.values[m]
         .iter()
+        .map(|value| match value {
+            Hole::SelfCall => Hole::Callee(own_name.clone()),
+            value => value.clone(),
+        })
         .zip(&p.layout.types)
         .zip(&p.callee_signatures)
         .map(|((value, &ty), callee)| ExtraArgument {
             ty,
-            value: value.clone(),
-            signature: callee.as_ref().map(|(sig, _)| sig.clone()),
-            colocated: match (value, callee) {
+            colocated: match (&value, callee) {
                 (Hole::Callee(name), Some((_, colocated))) => {
                     *colocated || module.resolve(name).is_some()
                 }
                 _ => true,
             },
+            value,
+            signature: callee.as_ref().map(|(sig, _)| sig.clone()),
         })
         .collect()
 }
