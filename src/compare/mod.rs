@@ -170,6 +170,13 @@ impl HoleKinds {
     pub const SYMBOLS: HoleKinds = HoleKinds(4);
     /// Direct callees, where the resolver answers [`NameKey::Hole`].
     pub const CALLEES: HoleKinds = HoleKinds(8);
+    /// With [`HoleKinds::INT_CONSTANTS`] or [`HoleKinds::FLOAT_CONSTANTS`]: the constants are
+    /// holes where they are *used*, not where they are made. The `iconst` (`f32const`,
+    /// `f64const`) instructions are left out of the walk, and each use of their value is a hole
+    /// of its own (its type, then the value aside), whichever value it is: a function whose two
+    /// equal constants are one value (as GVN leaves them) writes what a function with two
+    /// constants does.
+    pub const CONSTANT_USES: HoleKinds = HoleKinds(16);
 
     /// Both sets.
     pub const fn union(self, other: HoleKinds) -> HoleKinds {
@@ -216,8 +223,10 @@ pub struct Fingerprint {
     /// The values of the holes, in walk order; each left a `HOLE` token and its kind. Empty
     /// unless the fingerprint was written with holes.
     pub holes: Vec<Hole>,
-    /// The instruction each hole is an operand of (one hole per instruction at most), in the
-    /// order of `holes`.
+    /// The instruction each hole is an operand of, in the order of `holes`: one hole per
+    /// instruction, its own immediate or name, except that with [`HoleKinds::CONSTANT_USES`]
+    /// each use of a constant is a hole too (an `Int`/`F32`/`F64` hole whose site is not a
+    /// constant instruction), in the order of the site's value operands.
     pub hole_sites: Vec<cranelift_codegen::ir::Inst>,
 }
 

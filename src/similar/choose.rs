@@ -4,7 +4,7 @@
 use super::SimilarOptions;
 use super::cost::{GroupShape, RegisterBudget, registers_of};
 use super::find::Member;
-use super::params::{ParamLayout, position_type};
+use super::params::{ParamLayout, position_types};
 use crate::compare::Hole;
 use crate::merge::Mode;
 use crate::merge::policy::can_remove;
@@ -253,9 +253,7 @@ struct GroupFacts {
 impl GroupFacts {
     fn of(choice: &Choice, members: &[Member]) -> GroupFacts {
         let first = &choice.module.function(members[0].id).func;
-        let types: Vec<Type> = (0..members[0].fingerprint.holes.len())
-            .map(|p| position_type(first, members[0].fingerprint.hole_sites[p]))
-            .collect();
+        let types: Vec<Type> = position_types(first, &members[0].fingerprint);
         let registers = &choice.options.registers;
         let fewest_stack_arguments = (types.iter())
             .map(|&ty| registers.stack_arguments(&first.signature, &[ty]) as u64)

@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 /// Every kind of operand that may become a parameter.
 pub(super) const HOLES: HoleKinds = HoleKinds::INT_CONSTANTS
     .union(HoleKinds::FLOAT_CONSTANTS)
+    .union(HoleKinds::CONSTANT_USES)
     .union(HoleKinds::SYMBOLS)
     .union(HoleKinds::CALLEES);
 

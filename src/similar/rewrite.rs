@@ -91,36 +91,34 @@ pub(super) fn merge_similar(
 /// it hashed (a merge changes callees, never shapes), and its references when it changed nothing.
 pub struct Prior {
     /// Shape hashes by id (functions the exact merge made, such as private copies, have none).
+    /// The similar merge hashes shapes without constants and does not read these.
     pub shapes: SecondaryMap<FunctionId, Option<u64>>,
     /// The module's references, when the exact merge left the module as it was.
     pub refs: Option<ModuleRefs>,
 }
 
-/// The module's references and the shape of every function with a body, from `prior` where it
-/// holds them.
+/// The module's references (from `prior` where it holds them) and the shape of every function
+/// with a body, without its constants ([`FingerprintWriter::shape_hash_without_constants`]: the
+/// similar fingerprint writes constants where they are used).
 fn refs_and_shapes(
     module: &ClifModule,
     prior: Option<Prior>,
 ) -> (ModuleRefs, SecondaryMap<FunctionId, Option<u64>>) {
-    let (refs, mut shapes) = match prior {
+    let refs = match prior {
         Some(Prior {
-            shapes,
-            refs: Some(refs),
-        }) => (refs, shapes),
-        Some(Prior { shapes, refs: None }) => (ModuleRefs::of(module), shapes),
-        None => ModuleRefs::of_with(module, FingerprintWriter::new, |w, func| w.shape_hash(func)),
+            refs: Some(refs), ..
+        }) => refs,
+        _ => ModuleRefs::of(module),
     };
-    let missing: Vec<FunctionId> = module
-        .ids()
-        .iter()
-        .copied()
-        .filter(|&id| shapes.get(id).copied().flatten().is_none())
-        .collect();
-    let computed = parallel::map(&missing, FingerprintWriter::new, |w, _, &id| {
-        w.shape_hash(&module.function(id).func)
+    let computed = parallel::map(module.ids(), FingerprintWriter::new, |w, _, &id| {
+        let func = &module.function(id).func;
+        func.layout
+            .entry_block()
+            .map(|_| w.shape_hash_without_constants(func))
     });
-    for (id, shape) in missing.into_iter().zip(computed) {
-        shapes[id] = Some(shape);
+    let mut shapes = SecondaryMap::with_capacity(module.id_count());
+    for (&id, shape) in module.ids().iter().zip(computed) {
+        shapes[id] = shape;
     }
     (refs, shapes)
 }
@@ -152,8 +150,12 @@ fn callee_signatures(
     let mut signatures: Vec<Option<(Signature, bool)>> = vec![None; layout.count()];
     for (p, param) in layout.param_of_position.iter().enumerate() {
         let Some(param) = param else { continue };
-        if let InstructionData::Call { func_ref, .. } =
-            first.dfg.insts[member.fingerprint.hole_sites[p]]
+        let callee = matches!(
+            member.fingerprint.holes[p],
+            Hole::Callee(_) | Hole::SelfCall
+        );
+        if let (true, InstructionData::Call { func_ref, .. }) =
+            (callee, first.dfg.insts[member.fingerprint.hole_sites[p]])
         {
             let ext = &first.dfg.ext_funcs[func_ref];
             let sig = first.dfg.signatures[ext.signature].clone();
