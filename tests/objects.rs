@@ -1852,6 +1852,89 @@ fn link_shared_and_run(
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// What passing an import's address costs against a module function's, compiled (not reasoned
+/// about): the similar cost model charges every callee parameter `per_argument` at each call,
+/// whether it names a module function or an import.
+/// - Under PIC (how objects are written unless `--set is_pic=false`) an import's address is a
+///   GOT load, exactly as large as a module function's PC-relative address (x86_64: 7 bytes
+///   each, aarch64: `adrp` + `ldr` against `adrp` + `add`).
+/// - Without PIC it is an absolute relocation, which costs more (x86_64 `movabs`: 3 bytes,
+///   aarch64 a literal: 8), but then each member's direct call of the import costs at least
+///   that much more than a call of a module function, which the shared body's `call_indirect`
+///   does not pay: a group that differs in imports saves at least what the same group differing
+///   in module functions does, so the model's equal charge never over-estimates it.
+#[test]
+fn an_imports_address_costs_what_a_module_functions_does() {
+    let text = "
+        function %callee_mod(i64) -> i64 system_v {
+        block0(v0: i64):
+            return v0
+        }
+        function %addr_mod() -> i64 system_v {
+            sig0 = (i64) -> i64 system_v
+            fn0 = colocated %callee_mod sig0
+        block0:
+            v0 = func_addr.i64 fn0
+            return v0
+        }
+        function %addr_imp() -> i64 system_v {
+            sig0 = (i64) -> i64 system_v
+            fn0 = %ext sig0
+        block0:
+            v0 = func_addr.i64 fn0
+            return v0
+        }
+        function %call_mod(i64) -> i64 system_v {
+            sig0 = (i64) -> i64 system_v
+            fn0 = colocated %callee_mod sig0
+        block0(v0: i64):
+            v1 = call fn0(v0)
+            v2 = iadd v1, v0
+            return v2
+        }
+        function %call_imp(i64) -> i64 system_v {
+            sig0 = (i64) -> i64 system_v
+            fn0 = %ext sig0
+        block0(v0: i64):
+            v1 = call fn0(v0)
+            v2 = iadd v1, v0
+            return v2
+        }";
+    let module = clif_merge::read::read_module_text(
+        Path::new("addresses.clif"),
+        text,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    for (arch, absolute_extra) in [(Arch::X86_64, 3), (Arch::Aarch64, 8)] {
+        for pic in [true, false] {
+            let mut options = options(arch.elf_triple(), Mode::Safe, false, false);
+            if !pic {
+                options.isa.flags.push("is_pic=false".into());
+            }
+            let object = write_object(&module, 0, &options).unwrap();
+            let file = object::File::parse(&*object.bytes).unwrap();
+            let symbols = text_symbols(&file);
+            let size = |name: &str| symbols[name].size as i64;
+            let context = format!("{}, is_pic={pic}", arch.elf_triple());
+            let address_extra = size("addr_imp") - size("addr_mod");
+            let call_extra = size("call_imp") - size("call_mod");
+            if pic {
+                assert_eq!(address_extra, 0, "{context}: a GOT load");
+            } else {
+                assert_eq!(
+                    address_extra, absolute_extra,
+                    "{context}: an absolute address"
+                );
+            }
+            assert!(
+                call_extra >= address_extra,
+                "{context}: a direct call of an import costs {call_extra} bytes more"
+            );
+        }
+    }
+}
+
 macro_rules! cases {
     ($($(#[$attr:meta])* $name:ident => $body:expr;)*) => {
         $(
