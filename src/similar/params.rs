@@ -36,13 +36,12 @@ impl ParamLayout {
         let mut param_of_position = Vec::with_capacity(positions);
         let mut types = Vec::new();
         let mut index: FxHashMap<(Type, Vec<&Hole>), u32> = FxHashMap::default();
-        for p in 0..positions {
+        for (p, &ty) in position_types.iter().enumerate() {
             let column: Vec<&Hole> = members.iter().map(|m| &m.fingerprint.holes[p]).collect();
             if column.iter().all(|&v| v == column[0]) {
                 param_of_position.push(None);
                 continue;
             }
-            let ty = position_types[p];
             let next = types.len() as u32;
             let param = *index.entry((ty, column)).or_insert(next);
             if param == next {
