@@ -87,7 +87,10 @@
 //! ([`FingerprintWriter::write_with_holes`]): integer and float constants, `symbol` names, and
 //! callees the resolver marks. A hole writes a tag and its kind instead of the value; the value
 //! goes to [`Fingerprint::holes`]. Two functions whose fingerprints with holes are equal differ
-//! at most in their hole values. The exact order writes no holes.
+//! at most in their hole values. With [`HoleKinds::CONSTANT_USES`], constants are holes where
+//! they are used: the constant instructions are left out and each use of their value writes a
+//! tag (where a value's serial number would be), its kind and type, so that constants Cranelift's
+//! GVN made one value compare as constants kept apart. The exact order writes no holes.
 //!
 //! # Stable encoding
 //!
