@@ -27,6 +27,7 @@ use common::modgen::{DEPTH_MASK, ModGenConfig, generate_module};
 use common::split::split_units;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::Imm64;
+use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{
     ExternalName, Function, InstructionData, Opcode, TrapCode, UserExternalName, UserFuncName,
 };
@@ -267,11 +268,83 @@ struct Jit {
     ids: HashMap<FuncName, cranelift_module::FuncId>,
 }
 
+/// The host functions generated modules import natively ([`common::modgen::import_name`]):
+/// `y{t}_{j}` with `n` parameters is `HOST_IMPORTS[t][n - 1]`, each computing something of its
+/// own.
+extern "C" fn y0_1(a: i64) -> i64 {
+    a.wrapping_mul(3).wrapping_add(1)
+}
+extern "C" fn y0_2(a: i64, b: i64) -> i64 {
+    a.wrapping_sub(b).rotate_left(5)
+}
+extern "C" fn y0_3(a: i64, b: i64, c: i64) -> i64 {
+    (a ^ b).wrapping_add(c)
+}
+extern "C" fn y1_1(a: i64) -> i64 {
+    a ^ 0x5a5a
+}
+extern "C" fn y1_2(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(b) ^ 7
+}
+extern "C" fn y1_3(a: i64, b: i64, c: i64) -> i64 {
+    a.wrapping_sub(b.wrapping_mul(c))
+}
+extern "C" fn y2_1(a: i64) -> i64 {
+    a.wrapping_neg().wrapping_sub(9)
+}
+extern "C" fn y2_2(a: i64, b: i64) -> i64 {
+    b.wrapping_sub(a).wrapping_mul(11)
+}
+extern "C" fn y2_3(a: i64, b: i64, c: i64) -> i64 {
+    c.rotate_right(3) ^ a.wrapping_add(b)
+}
+
+const HOST_IMPORTS: [[*const u8; 3]; 3] = [
+    [y0_1 as *const u8, y0_2 as *const u8, y0_3 as *const u8],
+    [y1_1 as *const u8, y1_2 as *const u8, y1_3 as *const u8],
+    [y2_1 as *const u8, y2_2 as *const u8, y2_3 as *const u8],
+];
+
+/// The names `m` calls or takes the address of without defining them, with the parameter count
+/// of a declaration of each.
+fn imports_of(m: &ClifModule) -> BTreeMap<FuncName, usize> {
+    let mut imports = BTreeMap::new();
+    for mf in m.functions() {
+        for ext in mf.func.dfg.ext_funcs.values() {
+            let name = FuncName::of_external(&ext.name, &mf.func).expect("a function name");
+            if m.resolve(&name).is_none() {
+                let params = mf.func.dfg.signatures[ext.signature].params.len();
+                imports.insert(name, params);
+            }
+        }
+    }
+    imports
+}
+
 impl Jit {
     fn compile(m: &ClifModule, isa: OwnedTargetIsa) -> Jit {
-        let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        let imports = imports_of(m);
+        for (name, &params) in &imports {
+            let text = name.to_string();
+            let t: usize = text[2..3].parse().expect("an import y{t}_{j}");
+            builder.symbol(
+                format!("host_{text}").replace('%', ""),
+                HOST_IMPORTS[t][params - 1],
+            );
+        }
         let mut jit = JITModule::new(builder);
         let mut ids = HashMap::new();
+        for (name, &params) in &imports {
+            let mut sig = jit.make_signature();
+            sig.params = vec![cranelift_codegen::ir::AbiParam::new(I64); params];
+            sig.returns = vec![cranelift_codegen::ir::AbiParam::new(I64)];
+            let symbol = format!("host_{name}").replace('%', "");
+            let id = jit
+                .declare_function(&symbol, cranelift_module::Linkage::Import, &sig)
+                .unwrap();
+            ids.insert(name.clone(), id);
+        }
         for mf in m.functions() {
             let symbol = format!("clif_{}", mf.name).replace(['%', ':'], "_");
             let id = jit
@@ -808,6 +881,14 @@ struct SimilarTotals {
     removed: usize,
     thunks: usize,
     parameters: usize,
+    /// Groups of the families of `modgen::similar_hole_families`: imports as callees (two
+    /// `m{i}_t`), constants GVN shared (`e{i}` with `n{i}`), a call of itself against a call of
+    /// another function (`r{i}` with `s{i}`).
+    import_groups: usize,
+    shared_constant_groups: usize,
+    self_call_groups: usize,
+    /// Modes in which `merged` removed members in thunks mode (it must not).
+    thunks_mode_removed: usize,
 }
 
 impl SimilarTotals {
@@ -815,6 +896,17 @@ impl SimilarTotals {
         for group in report.similar.iter().flatten() {
             self.groups += 1;
             self.parameters += group.parameters;
+            let names: Vec<String> = group.members.iter().map(|m| m.name.to_string()).collect();
+            let has = |prefix: &str| names.iter().filter(|n| n.starts_with(prefix)).count();
+            self.import_groups += (has("%m") >= 2) as usize;
+            let pair = |a: char, b: char| {
+                names.iter().any(|n| {
+                    n.starts_with(&format!("%{a}"))
+                        && names.contains(&n.replacen(&format!("%{a}"), &format!("%{b}"), 1))
+                })
+            };
+            self.shared_constant_groups += pair('e', 'n') as usize;
+            self.self_call_groups += pair('r', 's') as usize;
             for m in &group.members {
                 self.members += 1;
                 match m.by {
@@ -824,19 +916,32 @@ impl SimilarTotals {
             }
         }
     }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} groups, {} members ({} removed, {} thunks), {} parameters; {} groups of imports, \
+             {} of constants GVN shared, {} of a self-call against another callee",
+            self.groups,
+            self.members,
+            self.removed,
+            self.thunks,
+            self.parameters,
+            self.import_groups,
+            self.shared_constant_groups,
+            self.self_call_groups
+        )
+    }
 }
 
-#[test]
-fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
-    let n = cases(30);
-    let cfg = ModGenConfig::interpreter();
+/// `n` generated modules of `cfg` from `seed`, merged with similar merging forced in every
+/// mode, checked in the interpreter against the original: panics on a mismatch.
+fn similar_in_the_interpreter(n: usize, cfg: &ModGenConfig, seed: u64) -> SimilarTotals {
     let options = test_options();
-    let mut seeds = Seeds(0x5111_1a40_5eed_0003);
+    let mut seeds = Seeds(seed);
     let mut totals = SimilarTotals::default();
-    let mut thunks_mode_removed = 0;
     let mut failures = Vec::new();
     for case in 0..n {
-        let gm = generate_module(&seeds.data(3000), &cfg);
+        let gm = generate_module(&seeds.data(3000), cfg);
         let original = gm.module();
         for mode in MODES {
             let (merged, report) = merged_similar(&original, mode);
@@ -848,7 +953,7 @@ fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
             let v = verify_merge(&original, &merged, &report, &options);
             totals.add(&report);
             if mode == Mode::Thunks {
-                thunks_mode_removed += report.removed();
+                totals.thunks_mode_removed += report.removed();
             }
             if !v.is_ok() && failures.len() < 2 {
                 failures.push(failure_text(
@@ -861,12 +966,18 @@ fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
             }
         }
     }
-    eprintln!(
-        "differential (interpreter, similar): {n} modules x 3 modes: {} groups, {} members \
-         ({} removed, {} thunks), {} parameters",
-        totals.groups, totals.members, totals.removed, totals.thunks, totals.parameters
-    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    totals
+}
+
+#[test]
+fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
+    let n = cases(30);
+    let totals = similar_in_the_interpreter(n, &ModGenConfig::interpreter(), 0x5111_1a40_5eed_0003);
+    eprintln!(
+        "differential (interpreter, similar): {n} modules x 3 modes: {}",
+        totals.summary()
+    );
     assert!(totals.groups >= n, "only {} similar groups", totals.groups);
     assert!(
         totals.removed >= n / 4,
@@ -874,19 +985,18 @@ fn similar_merged_generated_modules_behave_the_same_in_the_interpreter() {
         totals.removed
     );
     assert!(totals.thunks >= n, "only {} thunk members", totals.thunks);
-    assert_eq!(thunks_mode_removed, 0, "thunks mode removes nothing");
+    assert_eq!(totals.thunks_mode_removed, 0, "thunks mode removes nothing");
 }
 
-#[test]
-fn similar_merged_generated_modules_behave_the_same_natively() {
-    let n = cases(16);
+/// `n` generated modules of `cfg` (native) from `seed`, compiled with cranelift-jit before and
+/// after similar merging forced in every mode: every function returns what it did.
+fn similar_natively(n: usize, cfg: &ModGenConfig, seed: u64) -> (SimilarTotals, usize) {
     let isa = host_isa();
-    let cfg = ModGenConfig::native(isa.default_call_conv());
-    let mut seeds = Seeds(0x5111_1a40_0a71_0e04);
+    let mut seeds = Seeds(seed);
     let mut totals = SimilarTotals::default();
     let mut calls = 0usize;
     for case in 0..n {
-        let gm = generate_module(&seeds.data(3000), &cfg);
+        let gm = generate_module(&seeds.data(3000), cfg);
         let original = gm.module();
         let native_original = Jit::compile(&original, isa.clone());
         let mut tuples: Vec<(FuncName, Vec<i64>, i64)> = Vec::new();
@@ -927,13 +1037,69 @@ fn similar_merged_generated_modules_behave_the_same_natively() {
             }
         }
     }
+    (totals, calls)
+}
+
+#[test]
+fn similar_merged_generated_modules_behave_the_same_natively() {
+    let n = cases(16);
+    let cfg = ModGenConfig::native(host_isa().default_call_conv());
+    let (totals, calls) = similar_natively(n, &cfg, 0x5111_1a40_0a71_0e04);
     eprintln!(
-        "differential (native, similar): {n} modules, {calls} calls compared, {} groups, {} \
-         members ({} removed)",
-        totals.groups, totals.members, totals.removed
+        "differential (native, similar): {n} modules, {calls} calls compared, {}",
+        totals.summary()
     );
     assert!(totals.groups >= n, "only {} similar groups", totals.groups);
     assert!(totals.removed >= 1, "no member was removed");
+}
+
+/// The families of similar merging's kinds of holes (imports as callees, constants GVN shared,
+/// a call of itself against another callee) merge, and every merged function does what it did.
+fn similar_hole_families(n_interpreter: usize, n_native: usize) {
+    let interpreter = ModGenConfig::interpreter().with_similar_holes();
+    let totals = similar_in_the_interpreter(n_interpreter, &interpreter, 0x401e_5eed_0000_0021);
+    eprintln!(
+        "differential (interpreter, similar holes): {n_interpreter} modules x 3 modes: {}",
+        totals.summary()
+    );
+    let native = ModGenConfig::native(host_isa().default_call_conv()).with_similar_holes();
+    let (native_totals, calls) = similar_natively(n_native, &native, 0x401e_0a71_0e00_0021);
+    eprintln!(
+        "differential (native, similar holes): {n_native} modules x 3 modes, {calls} calls \
+         compared: {}",
+        native_totals.summary()
+    );
+    for (what, t, n) in [
+        ("interpreter", &totals, n_interpreter),
+        ("native", &native_totals, n_native),
+    ] {
+        assert_eq!(
+            t.thunks_mode_removed, 0,
+            "{what}: thunks mode removes nothing"
+        );
+        for (family, count) in [
+            ("imports as callees", t.import_groups),
+            ("constants GVN shared", t.shared_constant_groups),
+            ("a self-call against another callee", t.self_call_groups),
+        ] {
+            assert!(
+                count >= n.div_ceil(8),
+                "{what}: only {count} groups of {family}"
+            );
+        }
+    }
+}
+
+#[test]
+fn similar_hole_families_behave_the_same() {
+    similar_hole_families(cases(12), cases(8));
+}
+
+/// Run on its own: `cargo test --release --test differential -- --ignored thousand`.
+#[test]
+#[ignore]
+fn similar_hole_families_behave_the_same_over_a_thousand_modules() {
+    similar_hole_families(cases(1000), cases(1000));
 }
 
 // ---------------------------------------------------------------------------------------------

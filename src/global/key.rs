@@ -129,6 +129,7 @@ fn key_with_holes(param_key: u128, holes: &[Hole]) -> u128 {
                 h.u64(5);
                 hash_name(&mut h, name);
             }
+            Hole::SelfCall => h.u64(6),
         }
     }
     h.finish()

@@ -263,6 +263,7 @@ fn write_hole(text: &mut String, hole: &Hole) {
         Hole::F64(bits) => write!(text, "d{bits:x}"),
         Hole::Name(name) => write!(text, "n{name}"),
         Hole::Callee(name) => write!(text, "c{name}"),
+        Hole::SelfCall => write!(text, "s"),
     }
     .unwrap();
 }
@@ -277,6 +278,7 @@ fn parse_hole(word: &str) -> Result<Hole, String> {
         "d" => Hole::F64(u64::from_str_radix(rest, 16).map_err(|_| bad())?),
         "n" => Hole::Name(name()?),
         "c" => Hole::Callee(name()?),
+        "s" if rest.is_empty() => Hole::SelfCall,
         _ => return Err(bad()),
     })
 }

@@ -22,6 +22,11 @@ pub struct ExtraArgument {
     /// For a [`Hole::Callee`], the callee's signature: the address is taken with `func_addr`
     /// of a declaration with this signature.
     pub signature: Option<Signature>,
+    /// For a [`Hole::Callee`], whether that declaration is `colocated` (the address is
+    /// PC-relative). A module function's is; an import's is what the member's call declared
+    /// (otherwise a GOT load under PIC: a PC-relative address of a function in another shared
+    /// object would not link).
+    pub colocated: bool,
 }
 
 /// Why a call could not be rewritten.
@@ -173,10 +178,13 @@ pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Valu
             let callee = pos.func.import_function(ExtFuncData {
                 name,
                 signature,
-                colocated: true,
+                colocated: arg.colocated,
                 patchable: false,
             });
             pos.ins().func_addr(arg.ty, callee)
+        }
+        Hole::SelfCall => {
+            unreachable!("a member passes its own name as Hole::Callee for a call of itself")
         }
     }
 }
@@ -227,16 +235,19 @@ mod tests {
                 ty: I64,
                 value: Hole::Int(7),
                 signature: None,
+                colocated: true,
             },
             ExtraArgument {
                 ty: F64,
                 value: Hole::F64(2.5f64.to_bits()),
                 signature: None,
+                colocated: true,
             },
             ExtraArgument {
                 ty: I64,
                 value: Hole::Name(FuncName::parse("%table").unwrap()),
                 signature: None,
+                colocated: true,
             },
         ];
         let shared = FuncName::parse("%shared").unwrap();
@@ -275,6 +286,7 @@ mod tests {
             ty: I64,
             value: Hole::Int(1),
             signature: None,
+            colocated: true,
         }];
         let before = func.display().to_string();
         let wrong = shared_signature(&[I32, I32]);
