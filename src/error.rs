@@ -22,6 +22,10 @@ pub enum Error {
     /// Writing outputs.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// An entry point was given an option it cannot honour (a summary for global merging,
+    /// whose shared bodies need symbols that only the object writer makes).
+    #[error("{0}")]
+    Unsupported(String),
     /// `--verify` found functions that behave differently after merging; the report says which.
     #[cfg(feature = "verify")]
     #[error(

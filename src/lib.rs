@@ -89,6 +89,7 @@ mod name;
 pub mod output;
 mod parallel;
 pub mod partition;
+mod pass;
 pub mod pipeline;
 pub mod read;
 pub mod references;
@@ -98,12 +99,21 @@ pub mod similar;
 #[cfg(feature = "verify")]
 pub mod verify;
 
+// The Cranelift crates the API names, so that an embedder uses the very versions this crate
+// was built with.
+pub use cranelift_codegen;
+pub use cranelift_entity;
+pub use cranelift_module;
+pub use cranelift_object;
+pub use cranelift_reader;
+
 pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
 pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module, merge_module_with};
 pub use merging_module::{FinishError, MergingModule};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
+pub use pass::{MergeOptions, merge_module_with_options};
 pub use read::{InputError, ReadOptions, read_files, read_module_text};
 pub use similar::SimilarOptions;
 

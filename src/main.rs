@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use clif_merge::emit::object::{self as obj, IsaSettings, ObjectOptions, OptLevel};
 use clif_merge::pipeline::{self, PipelineOptions, PipelineOutput};
-use clif_merge::{Mode, ReadOptions, SymbolLinkage, output, report};
+use clif_merge::{MergeOptions, Mode, ReadOptions, SymbolLinkage, output, report};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -301,7 +301,11 @@ fn print_verify_report(checked: &clif_merge::verify::VerifyReport) {
 }
 
 fn run(opts: Opts) -> Result<()> {
-    if let Some(threads) = opts.threads {
+    if opts.command.is_some()
+        && let Some(threads) = opts.threads
+    {
+        // The main command's threads are its `MergeOptions`'; the subcommands run on the
+        // global pool.
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads.get())
             .build_global()?;
@@ -404,9 +408,18 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
         }
         similar
     });
-    Ok(PipelineOptions {
+    let merge = MergeOptions {
         mode,
         similar,
+        summary: opts
+            .summary
+            .as_deref()
+            .map(global::read_summary)
+            .transpose()?,
+        threads: opts.threads,
+    };
+    Ok(PipelineOptions {
+        merge,
         verify: opts.verify.then(|| {
             let mut verify = clif_merge::verify::VerifyOptions::default();
             if let Some(runs) = opts.verify_runs {
@@ -417,11 +430,6 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
         object,
         size_baseline: opts.size_baseline,
         emit_clif: opts.emit_clif.is_some(),
-        summary: opts
-            .summary
-            .as_deref()
-            .map(global::read_summary)
-            .transpose()?,
         on_phase: None,
     })
 }
