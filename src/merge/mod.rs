@@ -74,8 +74,10 @@ pub use report::{MergeReport, MergedClass, Replacement};
 use resolve::DeclaredResolver;
 pub use resolve::ModuleResolver;
 
-/// What the addresses of merged functions must preserve.
+/// What the addresses of merged functions must preserve. With the `cli` feature, also a
+/// [`clap::ValueEnum`] (the command line's `--mode`), each variant's first line its help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Mode {
     /// Every symbol keeps a distinct address: a merged function that others may reach or whose
     /// address is taken becomes a thunk; a local one nobody takes the address of is removed.

@@ -16,15 +16,21 @@ pub const SUPPORTED_TARGETS: &[&str] = &[
     "aarch64-apple-darwin",
 ];
 
-/// Cranelift's optimization level.
+/// Cranelift's optimization level. With the `cli` feature, also a [`clap::ValueEnum`]
+/// (`--opt-level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum OptLevel {
     /// No optimization (`opt_level=none`).
     None,
     #[default]
     /// `opt_level=speed`, the default.
     Speed,
-    /// `opt_level=speed_and_size`.
+    /// `opt_level=speed_and_size` (on the command line `speed-and-size` is accepted too).
+    #[cfg_attr(
+        feature = "cli",
+        value(name = "speed_and_size", alias = "speed-and-size")
+    )]
     SpeedAndSize,
 }
 
