@@ -54,12 +54,13 @@ mod apply;
 mod classes;
 pub mod key;
 mod params;
+mod report;
 pub mod summary;
 
 #[cfg(test)]
 mod tests;
 
-pub use apply::{
-    GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name, shared_symbol,
-};
-pub use summary::{ParamRecord, SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};
+pub use apply::{MIN_INSTRUCTIONS, merge_with_summary, shared_name, shared_symbol};
+pub use key::ParamRecord;
+pub use report::{GlobalReport, SharedBody};
+pub use summary::{SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

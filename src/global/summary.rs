@@ -22,7 +22,7 @@
 //! ends (`\r\n` reads the same), holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
-use super::key::{FunctionKey, function_key, walk_weight};
+use super::key::{FunctionKey, ParamRecord, function_key, walk_weight};
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
@@ -52,15 +52,6 @@ pub struct SummaryEntry {
     pub self_by_name: Option<u128>,
     /// Its parameter key and hole values, when it may share a body with parameters.
     pub param: Option<ParamRecord>,
-}
-
-/// A function's fingerprint with holes, as a summary records it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ParamRecord {
-    /// The 128-bit hash of the fingerprint's tokens (holes as placeholders).
-    pub key: u128,
-    /// The value of each hole, in walk order.
-    pub holes: Vec<Hole>,
 }
 
 /// The functions of one or more units (see the module docs).

@@ -47,12 +47,14 @@
 mod inputs;
 mod memory;
 mod names;
+mod options;
 mod outcome;
 mod report;
 mod run;
 mod state;
 mod valid;
 
+pub use options::VerifyOptions;
 pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
@@ -64,38 +66,6 @@ use inputs::{Rng, arguments, fnv, mix};
 use names::{Names, Stubs};
 use run::Side;
 use rustc_hash::FxHashMap;
-
-/// How much to run.
-#[derive(Clone, Debug)]
-pub struct VerifyOptions {
-    /// Argument tuples per function.
-    pub runs: usize,
-    /// Seed of the pseudo-random arguments.
-    pub seed: u64,
-    /// Instructions one run may execute (on each side).
-    pub fuel: u64,
-    /// A function's remaining runs are not done once this many of its runs were inconclusive
-    /// (they are costly). After the first two, its arguments are small numbers only, which
-    /// more often make loops and recursion end.
-    pub max_inconclusive: usize,
-    /// Calls that may be in progress at once.
-    pub max_depth: usize,
-    /// Bytes of stack slots that may be live at once.
-    pub max_stack_bytes: usize,
-}
-
-impl Default for VerifyOptions {
-    fn default() -> Self {
-        VerifyOptions {
-            runs: 64,
-            seed: 0x5eed_c11f,
-            fuel: 50_000,
-            max_inconclusive: 6,
-            max_depth: 2_000,
-            max_stack_bytes: 16 << 20,
-        }
-    }
-}
 
 /// Runs every function of `original` and its counterpart in `merged` (the result of merging
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
