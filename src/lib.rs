@@ -48,14 +48,14 @@
 //! | [`pipeline`] | the whole job as one function (what the command line does): read, merge, verify, write, results as data |
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
-//! | [`references`] | references between a function's declarations that neither the reader nor the verifier checks |
+//! | `references` (internal) | references between a function's declarations that neither the reader nor the verifier checks |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
 //! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
-//! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
+//! | `partition` (internal) | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
 //! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
 //! | [`similar`] | similar merging (`--similar`): functions equal but for constants, symbols or callees share one body with parameters |
 //! | [`global`] | global merging across units: content keys, summaries and `combine`, round 2 |
-//! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
+//! | `fold` (internal) | machine-code folding after compilation, on the same policy and refiner |
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
 //! | [`report`] | the report as JSON (a stable contract) or text |
@@ -79,7 +79,7 @@ pub mod batch;
 pub mod compare;
 pub mod emit;
 mod error;
-pub mod fold;
+pub(crate) mod fold;
 pub mod global;
 mod guard;
 pub mod merge;
@@ -88,11 +88,11 @@ pub mod module;
 mod name;
 pub mod output;
 mod parallel;
-pub mod partition;
+pub(crate) mod partition;
 mod pass;
 pub mod pipeline;
 pub mod read;
-pub mod references;
+pub(crate) mod references;
 pub mod refs;
 pub mod report;
 pub mod similar;

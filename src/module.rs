@@ -218,7 +218,7 @@ impl ClifModule {
     }
 
     /// Adds a defined function; its name is `func.name`. A function that refers to a
-    /// declaration it does not have (see [`crate::references`]) is refused.
+    /// declaration it does not have (see `crate::references`) is refused.
     pub fn define(
         &mut self,
         func: Function,

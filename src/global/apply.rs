@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 /// A body smaller than this many instructions is not worth a thunk in every unit.
 pub const MIN_INSTRUCTIONS: usize = 2;
 
-/// The name of the shared body of `func`'s content ([`super::key::content_name_hash`]).
+/// The name of the shared body of `func`'s content (`key::content_name_hash`).
 pub fn shared_name(func: &Function) -> FuncName {
     name_of_content(super::key::content_name_hash(
         &mut FingerprintWriter::new(),

@@ -5,7 +5,7 @@
 //! # The flow
 //!
 //! 1. *Summarize* each unit ([`Summary::of_module`]): per defined function, a stable 128-bit key
-//!    of its content ([`key`]), its linkage and whether its address is taken.
+//!    of its content (`key.rs`), its linkage and whether its address is taken.
 //! 2. *Combine* the summaries ([`Summary::combine`]): a sorted union, the same bytes whatever the
 //!    order and grouping of its inputs, so a build system may combine in a tree.
 //! 3. *Merge each unit knowing the others* ([`merge_with_summary`], then the usual merge): a
@@ -52,7 +52,7 @@
 
 mod apply;
 mod classes;
-pub mod key;
+pub(crate) mod key;
 mod params;
 mod report;
 pub mod summary;

@@ -11,7 +11,7 @@
 //! The first line names the format and its version ([`SUMMARY_VERSION`]), the second the
 //! comparison encoding the keys were computed with ([`crate::compare::ENCODING_VERSION`]). Then
 //! one line per defined function, sorted by name and then by the rest of the line, no line twice:
-//! `f`, the function's content key ([`super::key`]), its linkage, `a` when its address is
+//! `f`, the function's content key (`global/key.rs`), its linkage, `a` when its address is
 //! taken in its unit (`-` otherwise), and its name as CLIF writes it; then, for a function that
 //! calls itself, `r` and its content key with those calls written as calls of its name (the key
 //! of a copy of it in another unit that calls it); then, for a function that
@@ -48,7 +48,7 @@ pub struct SummaryEntry {
     /// Whether its address is taken in its unit.
     pub address_taken: bool,
     /// For a function that calls itself: its content key with those calls written as calls of
-    /// its name ([`FunctionKey::self_by_name`](super::key::FunctionKey)).
+    /// its name (`FunctionKey::self_by_name` in `global/key.rs`).
     pub self_by_name: Option<u128>,
     /// Its parameter key and hole values, when it may share a body with parameters.
     pub param: Option<ParamRecord>,
