@@ -177,7 +177,7 @@ enum Timing {
 /// ([`MergingModule::new`]) every function is compiled at once, as itself or as a thunk, and
 /// the context holds what was compiled.
 ///
-/// ```no_run
+/// ```
 /// use cranelift_jit::{JITBuilder, JITModule};
 /// use cranelift_module::Module;
 ///

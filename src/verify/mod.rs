@@ -70,6 +70,31 @@ use rustc_hash::FxHashMap;
 /// Runs every function of `original` and its counterpart in `merged` (the result of merging
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
 /// difference. See the module docs.
+///
+/// ```
+/// use clif_merge::verify::{VerifyOptions, verify_merge};
+/// use clif_merge::{Mode, ReadOptions, merge_module, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     function %twice(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+///     function %double(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+/// ";
+/// let original = read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap();
+/// let mut merged = original.clone();
+/// let (report, _) = merge_module(&mut merged, Mode::Safe);
+/// assert_eq!(report.merged, 1);
+/// let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+/// assert!(checked.is_ok(), "{}", checked.summary());
+/// ```
 pub fn verify_merge(
     original: &ClifModule,
     merged: &ClifModule,
