@@ -68,6 +68,7 @@ use rayon::join;
 
 /// `a` then `b`, on this thread (no `parallel` feature).
 #[cfg(not(feature = "parallel"))]
+#[cfg_attr(not(feature = "reader"), allow(dead_code))]
 fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B) -> (A, B) {
     (a(), b())
 }
@@ -183,6 +184,7 @@ fn map_batches<T: Sync, R: Send, S>(
 /// `f` applied to every item, in order, for items that are each a large piece of work (pieces
 /// of a file, each of many functions): every item is a batch of its own, and two items are
 /// enough to use the pool.
+#[cfg_attr(not(any(feature = "reader", feature = "verify")), allow(dead_code))]
 pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = pool_threads().min(8).min(items.len());
     if threads < 2 {
@@ -209,6 +211,7 @@ pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> V
 
 /// `a` and `b`, on two threads of the pool when `worth_it` (and the pool has two), else one
 /// after the other on the calling thread.
+#[cfg_attr(not(feature = "reader"), allow(dead_code))]
 pub fn join_if<A: Send, B: Send>(
     worth_it: bool,
     a: impl FnOnce() -> A + Send,

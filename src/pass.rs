@@ -102,7 +102,8 @@ pub fn merge_module_with_options(
 pub(crate) struct Merged {
     pub report: MergeReport,
     pub times: PassTimes,
-    /// Global merging's time, when there was a summary.
+    /// Global merging's time, when there was a summary (the pipeline's `global` phase).
+    #[cfg_attr(not(feature = "pipeline"), allow(dead_code))]
     pub global: Option<Duration>,
 }
 

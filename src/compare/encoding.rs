@@ -15,7 +15,6 @@
 //! [`ENCODING_VERSION`] changes whenever any of this does, or the walk writes a field it did not
 //! (or in another place): a fingerprint or hash from another version means nothing.
 
-use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{AtomicRmwOp, Opcode, Type};
 use std::sync::LazyLock;
@@ -161,7 +160,8 @@ static ATOMIC_RMW_NUMBERS: LazyLock<Box<[u32]>> =
     LazyLock::new(|| name_table(AtomicRmwOp::all(), |op| op as usize));
 
 /// A relocation kind's stable number.
-pub fn reloc_number(kind: Reloc) -> u32 {
+#[cfg(feature = "object")]
+pub fn reloc_number(kind: cranelift_codegen::binemit::Reloc) -> u32 {
     fnv1a32(format!("{kind:?}").as_bytes())
 }
 
