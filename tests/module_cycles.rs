@@ -146,7 +146,7 @@ impl ModuleGraph {
             let mut uses = Vec::new();
             let mut reexports = BTreeMap::new();
             for (path, is_reexport) in used_paths(&text, &starts) {
-                let Some(absolute) = absolute(&module, &path) else {
+                let Some(absolute) = absolute(module, &path) else {
                     continue;
                 };
                 // A re-export is a way through to the file that defines the item, not a use:
