@@ -95,7 +95,7 @@
 //! # Stable encoding
 //!
 //! Tokens use numbers fixed by names, not Cranelift's generated numbering, so that fingerprints
-//! and hashes mean the same in every build ([`encoding`], [`ENCODING_VERSION`]).
+//! and hashes mean the same in every build (`encoding.rs`, [`ENCODING_VERSION`]).
 //!
 //! # Unambiguous encoding
 //!
@@ -104,9 +104,9 @@
 //! fixes the instruction format and so the fields that follow, each variable-length list is
 //! preceded by its length, and each choice (an optional field, a kind of name) by a tag.
 
-pub mod encoding;
-pub mod hash;
-pub mod stable_hash;
+pub(crate) mod encoding;
+pub(crate) mod hash;
+pub(crate) mod stable_hash;
 mod walk;
 
 use crate::module::{FuncName, FunctionId};

@@ -43,7 +43,9 @@ pub enum CallSiteError {
 
 /// Rewrites the direct call `inst` of `func` into a call of `callee`, whose signature is
 /// `signature`, passing the call's own arguments followed by `extra`, each materialized just
-/// before the call. The results stay the call's results.
+/// before the call. The results stay the call's results. (Similar merging rewrites whole
+/// functions instead; this one call at a time is what the tests check the building blocks with.)
+#[cfg(test)]
 pub fn call_with_extra_arguments(
     func: &mut Function,
     inst: Inst,
@@ -92,7 +94,7 @@ pub fn call_with_extra_arguments(
 }
 
 /// Makes the declaration `func_ref` of `func` name `callee`, of signature `signature`, and every
-/// call through it pass `extra` after its own arguments: [`call_with_extra_arguments`] for
+/// call through it pass `extra` after its own arguments: `call_with_extra_arguments` for
 /// every call of one declaration at once, leaving no declaration of the old callee behind (an
 /// unused declaration would still be an undefined symbol of the object). Every use of
 /// `func_ref` must be a `call` or a `return_call`; nothing is changed otherwise.

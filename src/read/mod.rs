@@ -348,6 +348,28 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
 
 /// Reads one module from `text`, named `file` in error messages (for text that is not in a
 /// file: generated, mutated or embedded).
+///
+/// ```
+/// use clif_merge::{ReadOptions, SymbolLinkage, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     ; linkage: %helper local
+///     function %helper(i32) -> i32 {
+///     block0(v0: i32):
+///         return v0
+///     }
+/// ";
+/// let module = read_module_text(Path::new("demo.clif"), text, ReadOptions::default()).unwrap();
+/// assert_eq!(module.len(), 1);
+/// let helper = module.functions().next().unwrap();
+/// assert_eq!(helper.linkage, SymbolLinkage::Local);
+///
+/// // Bad input is an error naming the file and line, never a panic.
+/// let bad = "function %f() {\nblock0:\n    v0 = iconst.i32\n}\n";
+/// let error = read_module_text(Path::new("bad.clif"), bad, ReadOptions::default()).unwrap_err();
+/// assert!(error.to_string().starts_with("bad.clif:3:"), "{error}");
+/// ```
 pub fn read_module_text(
     file: &Path,
     text: &str,

@@ -101,6 +101,20 @@ use crate::module::{ClifModule, FuncName};
 use serde::Serialize;
 
 /// How similar merging decides.
+///
+/// ```
+/// use clif_merge::similar::RegisterBudget;
+/// use clif_merge::{MergeOptions, SimilarOptions};
+///
+/// // For an aarch64 object, with groups merged only when they save 16 bytes or more.
+/// let similar = SimilarOptions {
+///     min_saving: 16,
+///     registers: RegisterBudget::AARCH64,
+///     ..SimilarOptions::default()
+/// };
+/// let options = MergeOptions { similar: Some(similar), ..MergeOptions::default() };
+/// assert_eq!(options.similar.unwrap().min_saving, 16);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimilarOptions {
     /// A group is merged when the model says it saves at least this many bytes.

@@ -55,12 +55,14 @@
 mod inputs;
 mod memory;
 mod names;
+mod options;
 mod outcome;
 mod report;
 mod run;
 mod state;
 mod valid;
 
+pub use options::VerifyOptions;
 pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
@@ -73,60 +75,34 @@ use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
 
-/// How much to run.
-#[derive(Clone, Debug)]
-pub struct VerifyOptions {
-    /// Argument tuples per function.
-    pub runs: usize,
-    /// Seed of the pseudo-random arguments.
-    pub seed: u64,
-    /// Instructions one run may execute (on each side).
-    pub fuel: u64,
-    /// A function's remaining runs are not done once this many of its runs were inconclusive
-    /// (they are costly). After the first two, its arguments are small numbers only, which
-    /// more often make loops and recursion end.
-    pub max_inconclusive: usize,
-    /// Calls that may be in progress at once.
-    pub max_depth: usize,
-    /// Bytes of stack slots that may be live at once.
-    pub max_stack_bytes: usize,
-    /// Only these functions of the original are run (None: all). For checks of one function
-    /// of a large module, such as the mutation check over the corpus.
-    pub only: Option<std::collections::BTreeSet<FuncName>>,
-}
-
-impl VerifyOptions {
-    /// The limits of the merged side of a run whose original ended: a merged function may take
-    /// a few more instructions, calls and frames (a thunk on the way), not more than this. One
-    /// that hits these limits where the original ended does not do the same (a loop that no
-    /// longer ends, a recursion that no longer stops): a mismatch.
-    fn for_merged_side(&self) -> VerifyOptions {
-        VerifyOptions {
-            fuel: self.fuel.saturating_mul(4).saturating_add(1_000),
-            max_depth: self.max_depth.saturating_mul(2).saturating_add(2),
-            max_stack_bytes: self.max_stack_bytes.saturating_mul(2),
-            ..self.clone()
-        }
-    }
-}
-
-impl Default for VerifyOptions {
-    fn default() -> Self {
-        VerifyOptions {
-            runs: 64,
-            seed: 0x5eed_c11f,
-            fuel: 50_000,
-            max_inconclusive: 6,
-            max_depth: 2_000,
-            max_stack_bytes: 16 << 20,
-            only: None,
-        }
-    }
-}
-
 /// Runs every function of `original` and its counterpart in `merged` (the result of merging
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
 /// difference. See the module docs.
+///
+/// ```
+/// use clif_merge::verify::{VerifyOptions, verify_merge};
+/// use clif_merge::{Mode, ReadOptions, merge_module, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     function %twice(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+///     function %double(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+/// ";
+/// let original = read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap();
+/// let mut merged = original.clone();
+/// let (report, _) = merge_module(&mut merged, Mode::Safe);
+/// assert_eq!(report.merged, 1);
+/// let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+/// assert!(checked.is_ok(), "{}", checked.summary());
+/// ```
 pub fn verify_merge(
     original: &ClifModule,
     merged: &ClifModule,

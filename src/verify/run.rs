@@ -1,9 +1,9 @@
 //! One module ready to run, and one run of a function in it: the interpreter's loop, with calls
 //! followed here so that every run ends.
 
-use super::VerifyOptions;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::names::{Names, Resolved, StubKind, Unchanged};
+use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
 use super::state::{Machine, raw_of};
 use crate::module::FuncName;
