@@ -11,7 +11,8 @@
 # another) and GNU time (Debian package `time`, /usr/bin/time). The module is
 # `genmod.py --functions N --dup-rate 0.1 --seed 1`, kept in target/bench-data/ between runs.
 # Runs alternate (ours, opt, ours, opt, ...); printed: each run, the medians, the median of the
-# per-run ratios (our run against the opt run right after it), and our peak RSS against the
+# per-run ratios (our run against the opt run right after it) of wall time and of CPU time
+# (user + system: steadier than wall time on a shared machine), and our peak RSS against the
 # size of the .clif file. $CLIF_MERGE: the binary to time (default target/release/clif-merge).
 set -euo pipefail
 
@@ -69,7 +70,7 @@ median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-ours_wall=() opt_wall=() ratios=() peaks=() ours_cpu=()
+ours_wall=() opt_wall=() ratios=() peaks=() ours_cpu=() opt_cpu=() cpu_ratios=()
 for i in $(seq 1 "$runs"); do
     read -r ow ou os om < <(timed "$ours" "$base.clif" --report json)
     read -r lw lu ls lm < <(timed "$opt" -passes=mergefunc -disable-output "$base.ll")
@@ -80,18 +81,22 @@ for i in $(seq 1 "$runs"); do
     ratios+=("$ratio")
     peaks+=("$om")
     ours_cpu+=("$(awk -v u="$ou" -v s="$os" 'BEGIN { print u + s }')")
+    opt_cpu+=("$(awk -v u="$lu" -v s="$ls" 'BEGIN { print u + s }')")
+    cpu_ratios+=("$(awk -v a="$ou" -v b="$os" -v c="$lu" -v d="$ls" 'BEGIN { printf "%.3f", (a + b) / (c + d) }')")
 done
 
 ow=$(printf '%s\n' "${ours_wall[@]}" | median)
 lw=$(printf '%s\n' "${opt_wall[@]}" | median)
 oc=$(printf '%s\n' "${ours_cpu[@]}" | median)
+lc=$(printf '%s\n' "${opt_cpu[@]}" | median)
+cpu_ratio=$(printf '%s\n' "${cpu_ratios[@]}" | median)
 ratio=$(printf '%s\n' "${ratios[@]}" | median)
 peak_kb=$(printf '%s\n' "${peaks[@]}" | median)
 echo
-echo "| functions | input MB | runs | ours s (wall) | ours s (cpu) | opt s (wall) | ours/opt (median of per-run ratios) | our peak RSS MB | peak / input |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-awk -v n="$functions" -v in_b="$input_bytes" -v r="$runs" -v ow="$ow" -v oc="$oc" -v lw="$lw" -v ratio="$ratio" -v pk="$peak_kb" 'BEGIN {
-    printf "| %d | %.1f | %d | %.2f | %.2f | %.2f | %.2f | %.0f | %.2f |\n", n, in_b / 1e6, r, ow, oc, lw, ratio, pk * 1024 / 1e6, pk * 1024 / in_b
+echo "| functions | input MB | runs | ours s (wall) | opt s (wall) | ours/opt wall (median of per-run ratios) | ours s (cpu) | opt s (cpu) | ours/opt cpu | our peak RSS MB | peak / input |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+awk -v n="$functions" -v in_b="$input_bytes" -v r="$runs" -v ow="$ow" -v oc="$oc" -v lw="$lw" -v lc="$lc" -v ratio="$ratio" -v cr="$cpu_ratio" -v pk="$peak_kb" 'BEGIN {
+    printf "| %d | %.1f | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.2f |\n", n, in_b / 1e6, r, ow, lw, ratio, oc, lc, cr, pk * 1024 / 1e6, pk * 1024 / in_b
 }'
 echo
 busy_note=""; [ -n "$busy_pid" ] && busy_note=" One core was busy with yes > /dev/null."
