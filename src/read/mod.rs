@@ -430,7 +430,8 @@ type Checked = (Function, usize, Result<(), InputError>);
 /// Every function of a large file that is a plain list of functions (no `set` or `target`
 /// lines), cut at its `function` lines into `pieces` ([`function_pieces`]): each piece is parsed
 /// and its functions checked on one thread of the pool, and the parser's source maps, which
-/// only the checks read, are dropped there and then (they took more memory than the functions).
+/// only the checks read, are dropped there and then instead of living until every function of
+/// the file is checked.
 /// None when a piece does not parse: the file is then parsed whole, so that the error is
 /// exactly the one the reader gives for the file.
 fn read_pieces(
