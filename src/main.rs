@@ -362,6 +362,9 @@ fn run(opts: Opts) -> Result<()> {
         }
         writeln!(stderr, "pass-time-ms: {:.3}", ms(done.pass_times.total()))?;
     }
+    // The process ends here: the module's millions of allocations go back to the system with
+    // it, instead of being freed one by one (a tenth of a run's CPU time on 100,000 functions).
+    std::mem::forget(done);
     Ok(())
 }
 
