@@ -81,7 +81,8 @@
 //! | file | what |
 //! |---|---|
 //! | `footprint.rs` | footprints of an object's functions |
-//! | `attribution.rs` | entries and kinds ([`attribute`]) |
+//! | `figures.rs` | what entries and kinds saved, as data ([`SizeAttribution`]) |
+//! | `attribution.rs` | computing them from two objects ([`attribute`]) |
 //! | `text.rs` | the text form, largest savings first ([`to_text`]) |
 //! | `page.rs` | the self-contained HTML page ([`to_html`]) |
 //! | `diff.rs` | per-symbol differences of two objects ([`diff_objects`]) |
@@ -89,15 +90,15 @@
 
 mod attribution;
 mod diff;
+mod figures;
 mod footprint;
 mod holders;
 mod page;
 mod text;
 
-pub use attribution::{
-    EntrySizes, MemberBytes, SavedByKind, SavingKind, SizeAttribution, attribute,
-};
+pub use attribution::attribute;
 pub use diff::{ObjectDiff, PADDING_ROW, SymbolChange, diff_objects};
+pub use figures::{EntrySizes, MemberBytes, SavedByKind, SavingKind, SizeAttribution};
 pub use holders::global_holders;
 pub use page::to_html;
 pub use text::{Saving, savings, to_text};

@@ -3,7 +3,7 @@
 //! remains and what each kind saved, then one bar per entry, largest saving first, whose
 //! functions open on click (and show on hover).
 
-use super::attribution::{EntrySizes, SavingKind, SizeAttribution};
+use super::figures::{EntrySizes, SavingKind, SizeAttribution};
 use super::text::savings;
 use crate::merge::MergeReport;
 use std::fmt::Write;

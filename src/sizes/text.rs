@@ -1,6 +1,6 @@
 //! The text form of the attribution: the kinds, then the entries, largest savings first.
 
-use super::attribution::{EntrySizes, SizeAttribution};
+use super::figures::{EntrySizes, SizeAttribution};
 use crate::merge::MergeReport;
 use crate::module::FuncName;
 use std::fmt::Write;
