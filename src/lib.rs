@@ -120,6 +120,7 @@ pub mod refs;
 #[cfg(feature = "pipeline")]
 pub mod report;
 pub mod similar;
+#[cfg(feature = "object")]
 pub mod sizes;
 #[cfg(feature = "verify")]
 pub mod verify;
