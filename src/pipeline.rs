@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::merge::{Mode, PassTimes, merge_module_with};
 use crate::module::ClifModule;
 use crate::read::{ModuleReader, ReadOptions};
-use crate::similar::SimilarOptions;
+use crate::similar::{SimilarOptions, SizeJudge};
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -118,8 +118,8 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
     });
     let global_time = global_start.elapsed();
     options.phase("merging");
-    let (mut report, pass_times) =
-        merge_module_with(&mut module, options.mode, options.similar.as_ref());
+    let similar = judged(options);
+    let (mut report, pass_times) = merge_module_with(&mut module, options.mode, similar.as_ref());
     if global.is_some() {
         phases.push(("global", global_time));
     }
@@ -169,6 +169,20 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
         object,
         clif,
     })
+}
+
+/// The similar options the merge runs with: with an object to write, each group is judged by
+/// its compiled size with the object's ISA (unless the options already name a judge), not by
+/// the cost model alone. An ISA that cannot be built leaves the model the judge (the compile
+/// step reports the error).
+fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
+    let mut similar = options.similar.clone()?;
+    if similar.judge.is_none()
+        && let Some(object) = &options.object
+    {
+        similar.judge = target_isa(object).ok().map(SizeJudge::new);
+    }
+    Some(similar)
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report.

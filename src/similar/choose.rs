@@ -226,6 +226,29 @@ impl Choice<'_> {
         best
     }
 
+    /// What the model counts of the chosen subgroup `members`, laid out as `layout`.
+    pub(super) fn shape(&self, members: &[Member], layout: &ParamLayout) -> GroupShape {
+        let first = &self.module.function(members[0].id).func;
+        let (mut thunks, mut removed_call_sites) = (0, 0);
+        for m in members {
+            if removable(self.module, self.mode, m.id, self.needs) {
+                removed_call_sites += u64::from(self.uses.calls[m.id]);
+            } else {
+                thunks += 1;
+            }
+        }
+        GroupShape {
+            members: members.len() as u64,
+            thunks,
+            removed_call_sites,
+            instructions: instruction_count(first),
+            parameters: layout.count() as u64,
+            stack_arguments: (self.options.registers)
+                .stack_arguments(&first.signature, &layout.types)
+                as u64,
+        }
+    }
+
     /// Whether member `m` may be in a subgroup that pays. With a threshold above zero, not when
     /// it costs at least what it saves even with one parameter, passed where the fewest go to the
     /// stack: the model is linear in the members and grows with the parameters, so such a member

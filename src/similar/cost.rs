@@ -52,7 +52,7 @@ impl Default for CostModel {
 }
 
 /// What a group's merge would touch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupShape {
     /// Members.
     pub members: u64,

@@ -79,6 +79,7 @@ pub(crate) mod canonical;
 mod choose;
 mod cost;
 mod find;
+mod measure;
 mod params;
 mod rewrite;
 mod shared;
@@ -86,6 +87,7 @@ mod shared;
 mod tests;
 
 pub use cost::{CostModel, GroupShape, RegisterBudget};
+pub use measure::SizeJudge;
 pub use params::POINTER;
 pub use rewrite::Prior;
 
@@ -103,6 +105,10 @@ pub struct SimilarOptions {
     pub registers: RegisterBudget,
     /// The cost model's constants.
     pub cost: CostModel,
+    /// When an object is written: the ISA that compiles it. Each chosen group is then
+    /// compiled as it would be written, and kept only when it saves at least `min_saving`
+    /// bytes measured (`measure.rs`), not estimated.
+    pub judge: Option<SizeJudge>,
 }
 
 impl Default for SimilarOptions {
@@ -111,6 +117,7 @@ impl Default for SimilarOptions {
             min_saving: 1,
             registers: RegisterBudget::default(),
             cost: CostModel::default(),
+            judge: None,
         }
     }
 }
@@ -136,6 +143,12 @@ pub struct SimilarGroup {
     pub parameters: usize,
     /// The members, by name.
     pub members: Vec<SimilarMember>,
+    /// The bytes the cost model says the merge saves.
+    #[serde(skip)]
+    pub predicted_saving: i64,
+    /// The bytes it saves measured, when a [`SizeJudge`] measured it.
+    #[serde(skip)]
+    pub measured_saving: Option<i64>,
 }
 
 /// The signature of a member of `group` whose shared body has signature `shared_sig`: the
