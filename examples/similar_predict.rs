@@ -8,13 +8,18 @@
 //!     target/release/examples/similar_predict ../shared/corpus/*.clif*
 //!
 //! One line per file, tab-separated: name, exact, model, judged, predicted, measured,
-//! predicted / measured.
+//! predicted / measured. With `--groups` first, one line per group of the model's merge
+//! instead, what the model counted and the code measured (to fit the model's constants):
+//! module, members, thunks, removed call sites, instructions, parameters, stack arguments,
+//! predicted saving, the members' code, the shared body's code, the thunks' code.
 
 use clif_merge::emit::object::{
     IsaSettings, ObjectOptions, OptLevel, parse_target, target_isa, write_object,
 };
 use clif_merge::similar::SizeJudge;
-use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, merge_module_with, read_files};
+use clif_merge::{
+    ClifModule, FuncName, Mode, ReadOptions, SimilarOptions, merge_module_with, read_files,
+};
 use std::path::PathBuf;
 
 const MODE: Mode = Mode::Aliases;
@@ -29,8 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         fold_machine_code: true,
     };
     let judge = SizeJudge::new(target_isa(&object)?);
+    let mut files: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
+    if files.first().is_some_and(|f| f.as_os_str() == "--groups") {
+        files.remove(0);
+        return print_groups(&files, &judge);
+    }
     println!("module\texact\tmodel\tjudged\tpredicted\tmeasured\tratio");
-    for file in std::env::args().skip(1).map(PathBuf::from) {
+    for file in files {
         let module = read_files(std::slice::from_ref(&file), ReadOptions::default())?;
         let text =
             |similar: Option<SimilarOptions>| -> Result<(u64, i64), Box<dyn std::error::Error>> {
@@ -49,12 +59,82 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..SimilarOptions::default()
         }))?;
         let measured = exact as i64 - model as i64;
-        let name = file.file_name().unwrap_or_default().to_string_lossy();
-        let name = name.trim_end_matches(".xz").trim_end_matches(".clif");
+        let name = module_name(&file);
         println!(
             "{name}\t{exact}\t{model}\t{judged}\t{predicted}\t{measured}\t{:.3}",
             predicted as f64 / measured.max(1) as f64
         );
     }
     Ok(())
+}
+
+/// The `--groups` table (see the module docs).
+fn print_groups(files: &[PathBuf], judge: &SizeJudge) -> Result<(), Box<dyn std::error::Error>> {
+    let mut ctx = cranelift_codegen::Context::new();
+    let mut size = |module: &ClifModule, name: &FuncName| -> Option<u64> {
+        let id = module.resolve(name)?;
+        judge.code_size(&mut ctx, &module.function(id).func)
+    };
+    println!(
+        "module\tmembers\tthunks\tcalls\tinstructions\tparameters\tstack\tpredicted\tbefore\tshared\tthunk_code"
+    );
+    for file in files {
+        let module = read_files(std::slice::from_ref(file), ReadOptions::default())?;
+        let mut merged = module.clone();
+        let similar = SimilarOptions::default();
+        let (report, _) = merge_module_with(&mut merged, MODE, Some(&similar));
+        let name = module_name(file);
+        for group in report.similar.iter().flatten() {
+            let before: Option<u64> = (group.members.iter()).map(|m| size(&module, &m.name)).sum();
+            let thunks: Option<u64> = (group.members.iter())
+                .filter(|m| m.by == clif_merge::Action::Thunk)
+                .map(|m| size(&merged, &m.name))
+                .sum();
+            let (Some(before), Some(shared), Some(thunks)) =
+                (before, size(&merged, &group.shared), thunks)
+            else {
+                continue;
+            };
+            let s = &group.shape;
+            let mix = mix(&module.function(module.resolve(&group.members[0].name).unwrap()).func);
+            println!(
+                "{name}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{before}\t{shared}\t{thunks}\t{mix}",
+                s.members,
+                s.thunks,
+                s.removed_call_sites,
+                s.instructions,
+                s.parameters,
+                s.stack_arguments,
+                group.predicted_saving
+            );
+        }
+    }
+    Ok(())
+}
+
+fn module_name(file: &std::path::Path) -> String {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    name.trim_end_matches(".xz")
+        .trim_end_matches(".clif")
+        .to_string()
+}
+
+fn mix(func: &cranelift_codegen::ir::Function) -> String {
+    use cranelift_codegen::ir::Opcode as O;
+    let mut counts = [0u32; 6];
+    for block in func.layout.blocks() {
+        counts[5] += func.dfg.block_params(block).len() as u32;
+        for inst in func.layout.block_insts(block) {
+            let op = func.dfg.insts[inst].opcode();
+            let class = match op {
+                O::Iconst | O::F32const | O::F64const => 0,
+                _ if op.is_call() => 1,
+                _ if op.can_load() || op.can_store() => 2,
+                _ if op.is_branch() || op.is_terminator() => 3,
+                _ => 4,
+            };
+            counts[class] += 1;
+        }
+    }
+    counts.map(|c| c.to_string()).join("\t")
 }

@@ -50,11 +50,7 @@ impl SizeJudge {
 
     /// The bytes `func` takes in the text section: its code rounded up to its alignment (the
     /// padding before the next function). None when Cranelift cannot compile it.
-    pub(super) fn code_size(
-        &self,
-        ctx: &mut cranelift_codegen::Context,
-        func: &Function,
-    ) -> Option<u64> {
+    pub fn code_size(&self, ctx: &mut cranelift_codegen::Context, func: &Function) -> Option<u64> {
         ctx.clear();
         ctx.func = func.clone();
         let isa: &dyn TargetIsa = &*self.isa;

@@ -143,6 +143,9 @@ pub struct SimilarGroup {
     pub parameters: usize,
     /// The members, by name.
     pub members: Vec<SimilarMember>,
+    /// What the cost model counted of the group.
+    #[serde(skip)]
+    pub shape: GroupShape,
     /// The bytes the cost model says the merge saves.
     #[serde(skip)]
     pub predicted_saving: i64,

@@ -378,6 +378,7 @@ fn apply(
             shared: p.name.clone(),
             parameters: p.layout.count(),
             members,
+            shape: p.shape,
             predicted_saving: p.predicted,
             measured_saving: p.measured,
         });
