@@ -96,13 +96,15 @@ fn print_groups(files: &[PathBuf], judge: &SizeJudge) -> Result<(), Box<dyn std:
                 continue;
             };
             let s = &group.shape;
-            let mix = mix(&module.function(module.resolve(&group.members[0].name).unwrap()).func);
+            let mix = mix(&module
+                .function(module.resolve(&group.members[0].name).unwrap())
+                .func);
             println!(
                 "{name}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{before}\t{shared}\t{thunks}\t{mix}",
                 s.members,
                 s.thunks,
                 s.removed_call_sites,
-                s.instructions,
+                s.instructions.total(),
                 s.parameters,
                 s.stack_arguments,
                 group.predicted_saving

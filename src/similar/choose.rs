@@ -2,7 +2,7 @@
 //! that pay (see `cost.rs`).
 
 use super::SimilarOptions;
-use super::cost::{GroupShape, RegisterBudget, registers_of};
+use super::cost::{GroupShape, InstructionMix, RegisterBudget, registers_of};
 use super::find::Member;
 use super::params::{ParamLayout, position_type};
 use crate::compare::Hole;
@@ -241,7 +241,7 @@ impl Choice<'_> {
             members: members.len() as u64,
             thunks,
             removed_call_sites,
-            instructions: instruction_count(first),
+            instructions: InstructionMix::of(first),
             parameters: layout.count() as u64,
             stack_arguments: (self.options.registers)
                 .stack_arguments(&first.signature, &layout.types)
@@ -340,8 +340,8 @@ struct GroupFacts {
     thunk: Vec<bool>,
     /// The direct calls to each member (which a removed member's callers pay for).
     calls: Vec<u64>,
-    /// The members' instruction count and signature (equal fingerprints: equal in all).
-    instructions: u64,
+    /// The members' instructions and signature (equal fingerprints: equal in all).
+    instructions: InstructionMix,
     signature: Signature,
     /// The fewest stack arguments a subgroup can have: one parameter, of the position type
     /// that finds a register most easily.
@@ -384,7 +384,7 @@ impl GroupFacts {
                 .iter()
                 .map(|m| u64::from(choice.uses.calls[m.id]))
                 .collect(),
-            instructions: instruction_count(first),
+            instructions: InstructionMix::of(first),
             signature: first.signature.clone(),
             fewest_stack_arguments,
         }
@@ -703,13 +703,6 @@ pub(super) fn removable(
     needs: &EntitySet<FunctionId>,
 ) -> bool {
     can_remove(mode, module.function(id).linkage, needs.contains(id))
-}
-
-fn instruction_count(func: &Function) -> u64 {
-    func.layout
-        .blocks()
-        .map(|b| func.layout.block_insts(b).count() as u64)
-        .sum()
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ fn call_sites_cost(cost: &CostModel, trial: &Trial) -> i64 {
         members: 0,
         thunks: 0,
         removed_call_sites: 1,
-        instructions: 0,
+        instructions: Default::default(),
         parameters: trial.parameters,
         stack_arguments: trial.stack_arguments,
     };

@@ -86,7 +86,7 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use cost::{CostModel, GroupShape, RegisterBudget};
+pub use cost::{CostModel, GroupShape, InstructionMix, RegisterBudget};
 pub use measure::SizeJudge;
 pub use params::POINTER;
 pub use rewrite::Prior;
