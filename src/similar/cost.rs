@@ -63,7 +63,7 @@ impl Default for CostModel {
             per_function: 16,
             thunk: 16,
             per_argument: 5,
-            per_parameter: 7,
+            per_parameter: 6,
             per_stack_argument: 20,
         }
     }
