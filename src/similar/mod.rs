@@ -9,6 +9,7 @@
 //! | `find.rs` | candidates, fingerprints with holes, groups |
 //! | `params.rs` | which positions become parameters, in what order |
 //! | `cost.rs` | the cost model and the register budget |
+//! | `measure.rs` | what a chosen group saves, compiled (with `-o`) |
 //! | `choose.rs` | which members must keep a symbol; the subgroups that pay |
 //! | `shared.rs` | writing the shared body |
 //! | `canonical.rs` | the shared body renumbered in walk order |
@@ -64,7 +65,9 @@
 //! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
 //! [`SimilarOptions::min_saving`] bytes. A group that does not is split (`choose.rs`) into
 //! subgroups that do, completely: the members left over, met again as a group, would be left
-//! again.
+//! again; and a group that does is still cut where its parts save more apart (members that
+//! agree most go together). With a [`SizeJudge`] (an object is written), each chosen group is
+//! compiled and kept only when it saves measured (`measure.rs`).
 //!
 //! # What members become
 //!
