@@ -11,12 +11,13 @@
 //! predicted / measured. With `--groups` first, one line per group of the model's merge
 //! instead, what the model counted and the code measured (to fit the model's constants):
 //! module, members, thunks, removed call sites, instructions, parameters, stack arguments,
-//! predicted saving, the members' code, the shared body's code, the thunks' code.
+//! predicted saving, the members' code, the shared body's code, the thunks' code, and the
+//! first member's instruction mix (constants, calls, memory, branches, other, block parameters).
 
 use clif_merge::emit::object::{
     IsaSettings, ObjectOptions, OptLevel, parse_target, target_isa, write_object,
 };
-use clif_merge::similar::SizeJudge;
+use clif_merge::similar::{InstructionMix, SizeJudge};
 use clif_merge::{
     ClifModule, FuncName, Mode, ReadOptions, SimilarOptions, merge_module_with, read_files,
 };
@@ -76,7 +77,7 @@ fn print_groups(files: &[PathBuf], judge: &SizeJudge) -> Result<(), Box<dyn std:
         judge.code_size(&mut ctx, &module.function(id).func)
     };
     println!(
-        "module\tmembers\tthunks\tcalls\tinstructions\tparameters\tstack\tpredicted\tbefore\tshared\tthunk_code"
+        "module\tmembers\tthunks\tcalls\tinstructions\tparameters\tstack\tpredicted\tbefore\tshared\tthunk_code\tconstants\tcalls\tmemory\tbranches\tother\tblock_params"
     );
     for file in files {
         let module = read_files(std::slice::from_ref(file), ReadOptions::default())?;
@@ -121,22 +122,16 @@ fn module_name(file: &std::path::Path) -> String {
         .to_string()
 }
 
+/// The instruction mix of `func`, as the columns of `--groups`.
 fn mix(func: &cranelift_codegen::ir::Function) -> String {
-    use cranelift_codegen::ir::Opcode as O;
-    let mut counts = [0u32; 6];
-    for block in func.layout.blocks() {
-        counts[5] += func.dfg.block_params(block).len() as u32;
-        for inst in func.layout.block_insts(block) {
-            let op = func.dfg.insts[inst].opcode();
-            let class = match op {
-                O::Iconst | O::F32const | O::F64const => 0,
-                _ if op.is_call() => 1,
-                _ if op.can_load() || op.can_store() => 2,
-                _ if op.is_branch() || op.is_terminator() => 3,
-                _ => 4,
-            };
-            counts[class] += 1;
-        }
-    }
+    let m = InstructionMix::of(func);
+    let counts = [
+        m.constants,
+        m.calls,
+        m.memory,
+        m.branches,
+        m.other,
+        m.block_parameters,
+    ];
     counts.map(|c| c.to_string()).join("\t")
 }
