@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Sizes with similar merging, as the tables of benches/README.md show them.
 #
-#     bash benches/similar_sizes.sh            # after `cargo build --release`
+#     cargo build --release && cargo build --release --example similar_predict
+#     bash benches/similar_sizes.sh
 #
 # (a) Every module of ../shared/corpus: x86_64 `.text` bytes of the object, `--mode aliases`:
 #     unmerged (`text_bytes_unmerged` of `--size-baseline`), exact merging, and `--similar`, with
 #     the reductions, next to what Binaryen's DFE + MergeSimilarFunctions removes from the same
 #     programs' wasm code section (the figures the similar-merging issue quotes).
-# (b) genmod modules with near-duplicates (`--dup-rate 0 --near-rate 0.3`): LLVM 22
+# (b) The cost model against the compiled code, per corpus module (`examples/similar_predict.rs`):
+#     x86_64 `.text` merged exactly, with `--similar` judged by the model alone (what runs
+#     without `-o`) and judged by compiled sizes (what runs with `-o`), and the saving the model
+#     predicted for its groups next to the saving measured (exact − model).
+# (c) genmod modules with near-duplicates (`--dup-rate 0 --near-rate 0.3`): LLVM 22
 #     (`llc-22 -O2 -filetype=obj -function-sections -relocation-model=pic`, then
 #     `ld.lld -shared -z undefs`): plain, `--icf=all`, and `-enable-global-merge-func` with
 #     `--icf=all`, linked `.text` bytes (`llvm-size -A`); ours: `clif-merge X.clif -o X.o
@@ -47,7 +52,22 @@ for file in "$shared"/corpus/*.clif "$shared"/corpus/*.clif.xz; do
 done
 
 echo
-echo "## (b) genmod with near-duplicates: linked .text (ld.lld -shared -z undefs)"
+echo "## (b) Corpus: the cost model's predicted saving against the measured one (x86_64, --mode aliases)"
+echo
+predict="$root/target/release/examples/similar_predict"
+if [ -x "$predict" ]; then
+    echo "| module | exact | --similar, model | --similar, measured (-o) | predicted | measured | predicted / measured |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    "$predict" "$shared"/corpus/*.clif "$shared"/corpus/*.clif.xz | tail -n +2 |
+        while IFS=$'\t' read -r name exact model judged predicted measured ratio; do
+            echo "| $name | $exact | $model | $judged | $predicted | $measured | $ratio |"
+        done
+else
+    echo "build first: cargo build --release --example similar_predict (skipped)"
+fi
+
+echo
+echo "## (c) genmod with near-duplicates: linked .text (ld.lld -shared -z undefs)"
 echo
 if ! have ld.lld || ! have llvm-size-22 && ! have llvm-size; then
     echo "ld.lld or llvm-size missing (Debian: lld, llvm-22): skipped"

@@ -94,7 +94,7 @@ pub fn merge_module_with_options(
     module: &mut ClifModule,
     options: &MergeOptions,
 ) -> (MergeReport, PassTimes) {
-    let merged = options.in_pool(|| run(module, options, |_| {}));
+    let merged = options.in_pool(|| run(module, options, options.similar.as_ref(), |_| {}));
     (merged.report, merged.times)
 }
 
@@ -108,10 +108,13 @@ pub(crate) struct Merged {
 }
 
 /// [`merge_module_with_options`] on the current pool, telling `phase` of `global merging`
-/// (with a summary) and `merging` as they start.
+/// (with a summary) and `merging` as they start. The module's own similar merging runs with
+/// `similar` (the pipeline's has a size judge when it writes an object); global merging with
+/// `options.similar`.
 pub(crate) fn run(
     module: &mut ClifModule,
     options: &MergeOptions,
+    similar: Option<&SimilarOptions>,
     phase: impl Fn(&'static str),
 ) -> Merged {
     let start = Instant::now();
@@ -121,7 +124,7 @@ pub(crate) fn run(
     });
     let global_time = global.as_ref().map(|_| start.elapsed());
     phase("merging");
-    let (mut report, times) = merge_module_with(module, options.mode, options.similar.as_ref());
+    let (mut report, times) = merge_module_with(module, options.mode, similar);
     if let Some(global) = global {
         report.add_global(global);
     }

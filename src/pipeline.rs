@@ -8,6 +8,7 @@ use crate::merge::PassTimes;
 use crate::module::ClifModule;
 use crate::pass::{self, MergeOptions};
 use crate::read::{ModuleReader, ReadOptions};
+use crate::similar::{SimilarOptions, SizeJudge};
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -153,7 +154,10 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let merged = pass::run(&mut module, &options.merge, |phase| options.phase(phase));
+    let similar = judged(options);
+    let merged = pass::run(&mut module, &options.merge, similar.as_ref(), |phase| {
+        options.phase(phase)
+    });
     let (report, pass_times) = (merged.report, merged.times);
     if let Some(global_time) = merged.global {
         phases.push(("global", global_time));
@@ -202,6 +206,20 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
         object,
         clif,
     })
+}
+
+/// The similar options the merge runs with: with an object to write, each group is judged by
+/// its compiled size with the object's ISA (unless the options already name a judge), not by
+/// the cost model alone. An ISA that cannot be built leaves the model the judge (the compile
+/// step reports the error).
+fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
+    let mut similar = options.merge.similar.clone()?;
+    if similar.judge.is_none()
+        && let Some(object) = &options.object
+    {
+        similar.judge = target_isa(object).ok().map(SizeJudge::new);
+    }
+    Some(similar)
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,

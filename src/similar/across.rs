@@ -18,7 +18,7 @@
 //! values. A wrong summary gives a layout no other unit shares: one more body, never another
 //! behaviour.
 
-use super::cost::GroupShape;
+use super::cost::{GroupShape, InstructionMix};
 use super::find::{Member, is_candidate};
 use super::params::ParamLayout;
 use super::rewrite::{content_hash, rewrite_as_member_thunk};
@@ -218,7 +218,7 @@ pub(crate) fn plan(
         members: variants.len() as u64,
         thunks: functions as u64,
         removed_call_sites: 0,
-        instructions: instructions(func),
+        instructions: InstructionMix::of(func),
         parameters: layout.count() as u64,
         stack_arguments: options
             .registers
@@ -243,13 +243,6 @@ pub(crate) fn plan(
         self_calls,
         callee_signatures,
     })
-}
-
-fn instructions(func: &Function) -> u64 {
-    func.layout
-        .blocks()
-        .map(|b| func.layout.block_insts(b).count() as u64)
-        .sum()
 }
 
 /// For each parameter that is a callee, the signature it is called with.

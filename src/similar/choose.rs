@@ -2,7 +2,7 @@
 //! that pay (see `cost.rs`).
 
 use super::SimilarOptions;
-use super::cost::{GroupShape, RegisterBudget, registers_of};
+use super::cost::{GroupShape, InstructionMix, RegisterBudget, registers_of};
 use super::find::Member;
 use super::params::{ParamLayout, position_types};
 use crate::compare::Hole;
@@ -80,7 +80,11 @@ impl Choice<'_> {
         let mut trial = Trial::default();
         let whole = Subgroup::of(group, left, &mut trial);
         if self.pays(group, &whole) {
-            return vec![left.to_vec()];
+            // The whole group, unless a first part and the rest save more apart; the rest
+            // goes to the next pass.
+            let savings = self.prefix_savings(group, left, &mut trial);
+            let kept = self.best_cut(group, left, &savings, &mut trial);
+            return vec![left[..kept].to_vec()];
         }
         let mut free = FreeList::new(left.len());
         let mut chosen = Vec::new();
@@ -89,6 +93,8 @@ impl Choice<'_> {
             free.keep_taken();
             let mut subgroup = Subgroup::new(group, left[seed]);
             let mut grown = vec![seed];
+            // The saving of `grown[..len]` at `len - 2` (a subgroup has two members or more).
+            let mut savings: Vec<Option<i64>> = Vec::new();
             let (mut best_saving, mut best_len) = (None, 1);
             while grown.len() < best_len + PATIENCE {
                 let Some((next, saving)) =
@@ -99,6 +105,7 @@ impl Choice<'_> {
                 free.take(next);
                 grown.push(next);
                 subgroup.add(group, left[next], &mut trial);
+                savings.push(Some(saving));
                 if best_saving.is_none_or(|best| saving > best) {
                     (best_saving, best_len) = (Some(saving), grown.len());
                 }
@@ -107,6 +114,8 @@ impl Choice<'_> {
             // then the members of a subgroup that pays are taken for good.
             free.put_back_all();
             if best_saving.is_some_and(|s| s >= self.options.min_saving) {
+                let members: Vec<usize> = grown[..best_len].iter().map(|&i| left[i]).collect();
+                let best_len = self.best_cut(group, &members, &savings, &mut trial);
                 for &i in &grown[1..best_len] {
                     free.take(i);
                 }
@@ -115,6 +124,72 @@ impl Choice<'_> {
             }
         }
         chosen
+    }
+
+    /// The saving of each subgroup `members[..len]`, at `len - 2`, None where it does not fit.
+    fn prefix_savings(
+        &self,
+        group: &GroupFacts,
+        members: &[usize],
+        trial: &mut Trial,
+    ) -> Vec<Option<i64>> {
+        let mut subgroup = Subgroup::new(group, members[0]);
+        let mut savings = Vec::with_capacity(members.len().saturating_sub(1));
+        for &m in &members[1..] {
+            subgroup.add(group, m, trial);
+            let types = subgroup.parameter_types(group);
+            savings.push(self.saving(group, subgroup.counts, &types));
+        }
+        savings
+    }
+
+    /// How many of `members` (in the order they agree: value order, or the order a subgroup
+    /// grew in) to keep as one subgroup, whose prefixes save `prefix_savings`: all of them,
+    /// unless a first part and the rest, each merged apart, save more than all together —
+    /// members that agree most go together. A group of two clusters far apart needs the
+    /// parameters of both where each alone needs few: one group with five parameters may save
+    /// less than two pairs with one each, though it saves one body more. The rest, when cut
+    /// off, is left for a later seed or pass. Cuts repeat on what is kept while one saves more
+    /// (each costs one pass over the members kept: the first part's savings are known, the
+    /// rest's are summed up from the end).
+    fn best_cut(
+        &self,
+        group: &GroupFacts,
+        members: &[usize],
+        prefix_savings: &[Option<i64>],
+        trial: &mut Trial,
+    ) -> usize {
+        let value = |saving: Option<i64>| {
+            saving
+                .filter(|&s| s >= self.options.min_saving)
+                .unwrap_or(0)
+        };
+        let mut kept = members.len();
+        while kept >= 4 {
+            let whole = value(prefix_savings[kept - 2]);
+            // rest[len - 2]: the saving of the last `len` members kept.
+            let mut rest = Vec::with_capacity(kept - 1);
+            let mut subgroup = Subgroup::new(group, members[kept - 1]);
+            for &m in members[1..kept - 1].iter().rev() {
+                subgroup.add(group, m, trial);
+                let types = subgroup.parameter_types(group);
+                rest.push(self.saving(group, subgroup.counts, &types));
+            }
+            // A cut at `at` keeps `members[..at]` and leaves the rest: both of two or more.
+            let best = (2..=kept - 2)
+                .map(|at| {
+                    (
+                        value(prefix_savings[at - 2]) + value(rest[kept - at - 2]),
+                        at,
+                    )
+                })
+                .max_by_key(|&(total, at)| (total, at));
+            match best {
+                Some((total, at)) if total > whole => kept = at,
+                _ => break,
+            }
+        }
+        kept
     }
 
     /// The member to add to `subgroup` next, with the saving of the subgroup it makes: among
@@ -149,6 +224,29 @@ impl Choice<'_> {
             }
         }
         best
+    }
+
+    /// What the model counts of the chosen subgroup `members`, laid out as `layout`.
+    pub(super) fn shape(&self, members: &[Member], layout: &ParamLayout) -> GroupShape {
+        let first = &self.module.function(members[0].id).func;
+        let (mut thunks, mut removed_call_sites) = (0, 0);
+        for m in members {
+            if removable(self.module, self.mode, m.id, self.needs) {
+                removed_call_sites += u64::from(self.uses.calls[m.id]);
+            } else {
+                thunks += 1;
+            }
+        }
+        GroupShape {
+            members: members.len() as u64,
+            thunks,
+            removed_call_sites,
+            instructions: InstructionMix::of(first),
+            parameters: layout.count() as u64,
+            stack_arguments: (self.options.registers)
+                .stack_arguments(&first.signature, &layout.types)
+                as u64,
+        }
     }
 
     /// Whether member `m` may be in a subgroup that pays. With a threshold above zero, not when
@@ -242,8 +340,8 @@ struct GroupFacts {
     thunk: Vec<bool>,
     /// The direct calls to each member (which a removed member's callers pay for).
     calls: Vec<u64>,
-    /// The members' instruction count and signature (equal fingerprints: equal in all).
-    instructions: u64,
+    /// The members' instructions and signature (equal fingerprints: equal in all).
+    instructions: InstructionMix,
     signature: Signature,
     /// The fewest stack arguments a subgroup can have: one parameter, of the position type
     /// that finds a register most easily.
@@ -284,7 +382,7 @@ impl GroupFacts {
                 .iter()
                 .map(|m| u64::from(choice.uses.calls[m.id]))
                 .collect(),
-            instructions: instruction_count(first),
+            instructions: InstructionMix::of(first),
             signature: first.signature.clone(),
             fewest_stack_arguments,
         }
@@ -614,9 +712,62 @@ pub(super) fn removable(
     can_remove(mode, module.function(id).linkage, needs.contains(id))
 }
 
-fn instruction_count(func: &Function) -> u64 {
-    func.layout
-        .blocks()
-        .map(|b| func.layout.block_insts(b).count() as u64)
-        .sum()
+#[cfg(test)]
+mod tests {
+    use super::super::{SimilarGroup, SimilarOptions, merge_similar};
+    use crate::merge::Mode;
+    use crate::read::{ReadOptions, read_module_text};
+    use std::path::Path;
+
+    /// `%NAME` with five constants in a chain of arithmetic: the constants are the holes.
+    fn five_constants(name: &str, c: [i64; 5]) -> String {
+        format!(
+            "function %{name}(i64) -> i64 system_v {{
+            block0(v0: i64):
+                v1 = iconst.i64 {}
+                v2 = iadd v0, v1
+                v3 = iconst.i64 {}
+                v4 = imul v2, v3
+                v5 = iconst.i64 {}
+                v6 = bxor v4, v5
+                v7 = iconst.i64 {}
+                v8 = iadd v6, v7
+                v9 = iconst.i64 {}
+                v10 = imul v8, v9
+                return v10
+            }}\n",
+            c[0], c[1], c[2], c[3], c[4]
+        )
+    }
+
+    fn merged_by_the_model(text: &str, mode: Mode) -> Vec<SimilarGroup> {
+        let mut module =
+            read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap();
+        merge_similar(&mut module, mode, &SimilarOptions::default())
+    }
+
+    fn members(group: &SimilarGroup) -> Vec<String> {
+        group.members.iter().map(|m| m.name.to_string()).collect()
+    }
+
+    /// The issue's example: f1/f3 differ in one constant, f2/f4 in one, f1 and f2 in all five.
+    /// One group of four needs five parameters and saves less than the two pairs with one each.
+    #[test]
+    fn members_that_agree_most_go_together() {
+        let text = five_constants("f1", [1001, 1002, 1003, 1004, 1005])
+            + &five_constants("f2", [2001, 2002, 2003, 2004, 2005])
+            + &five_constants("f3", [1001, 1002, 1003, 1004, 3005])
+            + &five_constants("f4", [2001, 2002, 2003, 2004, 4005]);
+        for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+            let groups = merged_by_the_model(&text, mode);
+            let mut found: Vec<(Vec<String>, usize)> =
+                groups.iter().map(|g| (members(g), g.parameters)).collect();
+            found.sort();
+            let expected = vec![
+                (vec!["%f1".to_string(), "%f3".to_string()], 1),
+                (vec!["%f2".to_string(), "%f4".to_string()], 1),
+            ];
+            assert_eq!(found, expected, "{mode:?}");
+        }
+    }
 }

@@ -1,13 +1,14 @@
 //! When a similar merge pays: the cost model and the register budget.
 //!
-//! A group of `n` members, whose bodies have `I` instructions, merged with `k` parameters:
+//! A group of `n` members, whose bodies have the instruction mix `I`, merged with `k`
+//! parameters:
 //!
 //! ```text
 //! before = n × body(I)
 //! after  = body(I) + k × per_parameter + s × per_stack_argument   the shared body
 //!        + thunks × (thunk + call)                                 members that keep a symbol
 //!        + removed_call_sites × call                               callers of removed members
-//! body(I) = per_function + I × per_instruction
+//! body(I) = per_function + Σ over the kinds of instruction: count × bytes of the kind
 //! call    = k × per_argument + s × per_stack_argument
 //! ```
 //!
@@ -15,17 +16,29 @@
 //!
 //! The merge is made when `before − after` is at least the threshold
 //! ([`super::SimilarOptions::min_saving`]). The constants are x86_64 bytes, fitted on the corpus
-//! (see `docs/similar.md`, "Cost model", and `benches/similar_sizes.sh`): the compiled size of
-//! a function against its instruction count, thunks with 0 to 6 extra arguments, and call sites
-//! with extra arguments.
+//! (see `docs/similar.md`, "Cost model", and `examples/similar_predict.rs --groups`): the
+//! compiled size of the members of the groups merged against their instruction mix, the shared
+//! bodies' and the thunks' against their parameters. Kinds count differently: a constant often
+//! folds into an immediate but often needs a register of its own; a branch is a compare, a
+//! jump and the moves of block arguments.
 
-use cranelift_codegen::ir::{ArgumentPurpose, Signature, Type};
+use cranelift_codegen::ir::{ArgumentPurpose, Function, Opcode, Signature, Type};
 
 /// The constants of the model, in bytes (per instruction: hundredths of a byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CostModel {
-    /// Machine code per CLIF instruction, in hundredths of a byte.
-    pub per_instruction_centibytes: u64,
+    /// Machine code per constant (`iconst`, `f32const`, `f64const`), in hundredths of a byte.
+    pub per_constant_centibytes: u64,
+    /// Per call of any kind (the call, its argument and result moves).
+    pub per_call_centibytes: u64,
+    /// Per load or store.
+    pub per_memory_centibytes: u64,
+    /// Per branch or terminator (`jump`, `brif`, `br_table`, `return`, traps).
+    pub per_branch_centibytes: u64,
+    /// Per other instruction (arithmetic, conversions, comparisons).
+    pub per_other_centibytes: u64,
+    /// Per block parameter (the moves that pass it).
+    pub per_block_parameter_centibytes: u64,
     /// Per function: prologue, epilogue and alignment padding.
     pub per_function: u64,
     /// A thunk that adds no argument: the call (or jump), its frame and padding.
@@ -41,18 +54,67 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            per_instruction_centibytes: 450,
-            per_function: 28,
-            thunk: 14,
-            per_argument: 6,
-            per_parameter: 2,
-            per_stack_argument: 30,
+            per_constant_centibytes: 656,
+            per_call_centibytes: 424,
+            per_memory_centibytes: 443,
+            per_branch_centibytes: 1079,
+            per_other_centibytes: 74,
+            per_block_parameter_centibytes: 561,
+            per_function: 16,
+            thunk: 16,
+            per_argument: 5,
+            per_parameter: 6,
+            per_stack_argument: 20,
         }
     }
 }
 
+/// How many instructions of each kind the cost model tells apart a body has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InstructionMix {
+    /// `iconst`, `f32const`, `f64const`.
+    pub constants: u64,
+    /// Calls of every kind.
+    pub calls: u64,
+    /// Loads and stores.
+    pub memory: u64,
+    /// Branches and terminators.
+    pub branches: u64,
+    /// Every other instruction.
+    pub other: u64,
+    /// Block parameters.
+    pub block_parameters: u64,
+}
+
+impl InstructionMix {
+    /// The mix of `func`'s body.
+    pub fn of(func: &Function) -> InstructionMix {
+        let mut mix = InstructionMix::default();
+        for block in func.layout.blocks() {
+            mix.block_parameters += func.dfg.block_params(block).len() as u64;
+            for inst in func.layout.block_insts(block) {
+                let op = func.dfg.insts[inst].opcode();
+                let kind = match op {
+                    Opcode::Iconst | Opcode::F32const | Opcode::F64const => &mut mix.constants,
+                    _ if op.is_call() => &mut mix.calls,
+                    _ if op.can_load() || op.can_store() => &mut mix.memory,
+                    _ if op.is_branch() || op.is_terminator() => &mut mix.branches,
+                    _ => &mut mix.other,
+                };
+                *kind += 1;
+            }
+        }
+        mix
+    }
+
+    /// Its instructions, of every kind.
+    pub fn total(&self) -> u64 {
+        self.constants + self.calls + self.memory + self.branches + self.other
+    }
+}
+
 /// What a group's merge would touch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupShape {
     /// Members.
     pub members: u64,
@@ -60,8 +122,8 @@ pub struct GroupShape {
     pub thunks: u64,
     /// Direct calls to the members that are removed (each passes the extra arguments).
     pub removed_call_sites: u64,
-    /// Instructions of one member's body.
-    pub instructions: u64,
+    /// The instructions of one member's body, by kind.
+    pub instructions: InstructionMix,
     /// Parameters added.
     pub parameters: u64,
     /// Of those, how many go to the stack.
@@ -69,14 +131,20 @@ pub struct GroupShape {
 }
 
 impl CostModel {
-    /// The estimated size of a body of `instructions` instructions.
-    pub fn body(&self, instructions: u64) -> u64 {
-        self.per_function + instructions * self.per_instruction_centibytes / 100
+    /// The estimated size of a body with the instructions `mix`.
+    pub fn body(&self, mix: &InstructionMix) -> u64 {
+        let centibytes = mix.constants * self.per_constant_centibytes
+            + mix.calls * self.per_call_centibytes
+            + mix.memory * self.per_memory_centibytes
+            + mix.branches * self.per_branch_centibytes
+            + mix.other * self.per_other_centibytes
+            + mix.block_parameters * self.per_block_parameter_centibytes;
+        self.per_function + centibytes / 100
     }
 
     /// The estimated bytes a merge of `group` saves (negative: it costs).
     pub fn saving(&self, group: &GroupShape) -> i64 {
-        let body = self.body(group.instructions) as i64;
+        let body = self.body(&group.instructions) as i64;
         let k = group.parameters as i64;
         let per_call = k * self.per_argument as i64
             + group.stack_arguments as i64 * self.per_stack_argument as i64;

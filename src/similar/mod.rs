@@ -9,6 +9,7 @@
 //! | `find.rs` | candidates, fingerprints with holes, groups |
 //! | `params.rs` | which positions become parameters, in what order |
 //! | `cost.rs` | the cost model and the register budget |
+//! | `measure.rs` | what a chosen group saves, compiled (with `-o`) |
 //! | `choose.rs` | which members must keep a symbol; the subgroups that pay |
 //! | `shared.rs` | writing the shared body |
 //! | `canonical.rs` | the shared body renumbered in walk order |
@@ -70,7 +71,9 @@
 //! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
 //! [`SimilarOptions::min_saving`] bytes. A group that does not is split (`choose.rs`) into
 //! subgroups that do, completely: the members left over, met again as a group, would be left
-//! again.
+//! again; and a group that does is still cut where its parts save more apart (members that
+//! agree most go together). With a [`SizeJudge`] (an object is written), each chosen group is
+//! compiled and kept only when it saves measured (`measure.rs`).
 //!
 //! # What members become
 //!
@@ -85,13 +88,15 @@ pub(crate) mod canonical;
 mod choose;
 mod cost;
 mod find;
+mod measure;
 mod params;
 mod rewrite;
 mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use cost::{CostModel, GroupShape, RegisterBudget};
+pub use cost::{CostModel, GroupShape, InstructionMix, RegisterBudget};
+pub use measure::SizeJudge;
 pub use params::POINTER;
 pub use rewrite::Prior;
 
@@ -123,6 +128,10 @@ pub struct SimilarOptions {
     pub registers: RegisterBudget,
     /// The cost model's constants.
     pub cost: CostModel,
+    /// When an object is written: the ISA that compiles it. Each chosen group is then
+    /// compiled as it would be written, and kept only when it saves at least `min_saving`
+    /// bytes measured (`measure.rs`), not estimated.
+    pub judge: Option<SizeJudge>,
 }
 
 impl Default for SimilarOptions {
@@ -131,6 +140,7 @@ impl Default for SimilarOptions {
             min_saving: 1,
             registers: RegisterBudget::default(),
             cost: CostModel::default(),
+            judge: None,
         }
     }
 }
@@ -156,6 +166,15 @@ pub struct SimilarGroup {
     pub parameters: usize,
     /// The members, by name.
     pub members: Vec<SimilarMember>,
+    /// What the cost model counted of the group.
+    #[serde(skip)]
+    pub shape: GroupShape,
+    /// The bytes the cost model says the merge saves.
+    #[serde(skip)]
+    pub predicted_saving: i64,
+    /// The bytes it saves measured, when a [`SizeJudge`] measured it.
+    #[serde(skip)]
+    pub measured_saving: Option<i64>,
 }
 
 /// The signature of a member of `group` whose shared body has signature `shared_sig`: the

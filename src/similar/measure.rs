@@ -1,0 +1,134 @@
+//! What a group really saves, when an object is written: the cost model is an estimate (a
+//! group it prices at a few bytes may cost some), but with `-o` every function is compiled
+//! anyway, so each chosen group can be compiled as it would be written and kept only when it
+//! saves.
+//!
+//! A group's measured saving is
+//!
+//! ```text
+//! members' code − (shared body's code + each thunk's code) − removed_call_sites × call
+//! ```
+//!
+//! where code is the compiled size with the padding that aligns the next function, by the
+//! same ISA and flags the object writer uses, and `call` is the model's cost of the extra
+//! arguments at a call site of a removed member (the callers are not recompiled: a call site
+//! grows by a few instructions, which the model prices well). A member's body, the shared body
+//! or a thunk that Cranelift fails to compile makes the group rejected, never an error: the
+//! members stay as they were, which compiled or will be reported by the object writer.
+
+use super::cost::{CostModel, GroupShape};
+use crate::guard::catch_panic;
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::Function;
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
+
+/// The ISA a group's code is measured with: the object writer's (see
+/// [`crate::emit::object::target_isa`]).
+#[derive(Clone)]
+pub struct SizeJudge {
+    isa: OwnedTargetIsa,
+}
+
+impl SizeJudge {
+    /// Measures with `isa`, which must be the one the object is compiled with.
+    pub fn new(isa: OwnedTargetIsa) -> SizeJudge {
+        SizeJudge { isa }
+    }
+
+    /// What identifies the code the ISA makes: its triple and every setting.
+    fn identity(&self) -> String {
+        let isa_flags: Vec<String> = (self.isa.isa_flags().iter())
+            .map(|f| f.to_string())
+            .collect();
+        format!(
+            "{} {} {}",
+            self.isa.triple(),
+            self.isa.flags(),
+            isa_flags.join(" ")
+        )
+    }
+
+    /// The bytes `func` takes in the text section: its code rounded up to its alignment (the
+    /// padding before the next function). None when Cranelift cannot compile it.
+    pub fn code_size(&self, ctx: &mut cranelift_codegen::Context, func: &Function) -> Option<u64> {
+        ctx.clear();
+        ctx.func = func.clone();
+        let isa: &dyn TargetIsa = &*self.isa;
+        let compiled = catch_panic(|| ctx.compile(isa, &mut ControlPlane::default()).map(|_| ()));
+        if !matches!(compiled, Ok(Ok(()))) {
+            return None;
+        }
+        let code = ctx.compiled_code()?;
+        let alignment = u64::from(code.buffer.alignment)
+            .max(isa.symbol_alignment())
+            .max(1);
+        Some((code.buffer.data().len() as u64).next_multiple_of(alignment))
+    }
+}
+
+impl PartialEq for SizeJudge {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for SizeJudge {}
+
+impl std::fmt::Debug for SizeJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SizeJudge({})", self.isa.triple())
+    }
+}
+
+/// What one group's merge writes and removes, to be measured.
+pub(super) struct Trial<'a> {
+    /// The members' bodies, as they are.
+    pub(super) members: Vec<&'a Function>,
+    /// The shared body.
+    pub(super) shared: Function,
+    /// The thunks of the members that keep a symbol.
+    pub(super) thunks: Vec<Function>,
+    /// Direct calls to the members that are removed, each passing the extra arguments.
+    pub(super) removed_call_sites: u64,
+    /// The parameters added, and how many of them go to the stack.
+    pub(super) parameters: u64,
+    pub(super) stack_arguments: u64,
+}
+
+impl SizeJudge {
+    /// The bytes `trial` saves, measured; None when something in it does not compile.
+    pub(super) fn saving(
+        &self,
+        ctx: &mut cranelift_codegen::Context,
+        cost: &CostModel,
+        trial: &Trial,
+    ) -> Option<i64> {
+        let mut before = 0u64;
+        for func in &trial.members {
+            before += self.code_size(ctx, func)?;
+        }
+        let mut after = self.code_size(ctx, &trial.shared)?;
+        for thunk in &trial.thunks {
+            after += self.code_size(ctx, thunk)?;
+        }
+        Some(before as i64 - after as i64 - call_sites_cost(cost, trial))
+    }
+}
+
+/// The model's price of the extra arguments at the call sites of removed members.
+fn call_sites_cost(cost: &CostModel, trial: &Trial) -> i64 {
+    let one_site = GroupShape {
+        members: 0,
+        thunks: 0,
+        removed_call_sites: 1,
+        instructions: Default::default(),
+        parameters: trial.parameters,
+        stack_arguments: trial.stack_arguments,
+    };
+    let none = GroupShape {
+        removed_call_sites: 0,
+        ..one_site
+    };
+    // The saving is linear in the call sites: one site's share, times the sites.
+    (cost.saving(&none) - cost.saving(&one_site)) * trial.removed_call_sites as i64
+}
