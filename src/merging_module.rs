@@ -469,8 +469,9 @@ fn define_in<M: Module>(
 }
 
 /// Defines `id`, with signature `sig`, as a thunk calling `kept` (renamed as `renames` says),
-/// whose body is `kept_body` when it is a function of the merge: as one jump where allowed
-/// (`jump`), else compiled.
+/// `kept_body` being the function of the merge that holds the name `kept`, if any (what is
+/// defined for `kept`, that body, a copy of it or a similar stand-in, has its signature): as one
+/// jump where allowed (`jump`), else compiled.
 fn define_thunk_in<M: Module>(
     inner: &mut M,
     id: FuncId,
@@ -482,8 +483,6 @@ fn define_thunk_in<M: Module>(
 ) -> Result<(), FinishError> {
     let kept = renames.get(kept).unwrap_or(kept);
     let thunk = write_thunk(&user_name(id), sig, kept);
-    // The kept function's code is compiled from its body (or a copy of it), whose signature
-    // is the one it was merged under.
     let Some((f, f_signature)) = func_id_of(kept).zip(kept_body.map(|b| &b.signature)) else {
         return define_in(inner, id, thunk, ctrl_plane);
     };

@@ -225,6 +225,67 @@ fn jit_thunk_is_one_jump_and_runs() {
     }
 }
 
+/// Deferred, two equal preemptible functions: both become thunks of a private copy of their
+/// body (an anonymous function), each one jump to it; a similar merge may then remove that
+/// copy (it differs from `d` in a constant): the thunks jump to what stands for it, compiled,
+/// which passes the constant to the shared body. Everything computes.
+#[test]
+fn jit_preemptible_pair_jumps_to_the_private_copy_or_its_stand_in() {
+    if !is_x86_64_linux() {
+        eprintln!("note: skipping: the host is not x86_64 Linux");
+        return;
+    }
+    let similar = clif_merge::SimilarOptions {
+        min_saving: i64::MIN,
+        ..Default::default()
+    };
+    for similar in [None, Some(similar)] {
+        let mut module = match similar.clone() {
+            None => MergingModule::deferred(host_jit()),
+            Some(options) => MergingModule::deferred_similar(host_jit(), options),
+        };
+        let sig = signature(CallConv::SystemV, 2);
+        let pa = module
+            .declare_function("pa", Linkage::Preemptible, &sig)
+            .unwrap();
+        let pb = module
+            .declare_function("pb", Linkage::Preemptible, &sig)
+            .unwrap();
+        let d = module.declare_function("d", Linkage::Export, &sig).unwrap();
+        weighted_sum(&mut module, pa, 3);
+        weighted_sum(&mut module, pb, 3);
+        weighted_sum(&mut module, d, 8);
+        let (mut jit, report) = module.finish().unwrap();
+        jit.finalize_definitions().unwrap();
+        let what = format!("similar: {}, {report:?}", similar.is_some());
+        let removed_copy = report.similar.as_ref().is_some_and(|groups| {
+            groups
+                .iter()
+                .flat_map(|g| &g.members)
+                .any(|m| m.by == clif_merge::Action::Removed)
+        });
+        assert_eq!(removed_copy, similar.is_some(), "{what}");
+        let [a, b] = [pa, pb].map(|f| jit.get_finalized_function(f));
+        // SAFETY: every defined function has at least 5 bytes of code.
+        let [to_a, to_b] = [a, b].map(|p| unsafe { x86_64_jump_target(p) });
+        assert!(
+            to_a.is_some() && to_a == to_b,
+            "{what}: both jump to one copy"
+        );
+        let copy = to_a.unwrap();
+        assert!(copy != a && copy != b, "{what}");
+        // SAFETY: as above.
+        let copy_jumps = unsafe { x86_64_jump_target(copy) }.is_some();
+        assert!(!copy_jumps, "{what}: the copy (or stand-in) is compiled");
+        for x in [-3, 0, 4] {
+            let want = weighted_sum_value(&[x, 2], 3);
+            assert_eq!(call_driver(&jit, pa, &[x, 2]), want, "{what}");
+            assert_eq!(call_driver(&jit, pb, &[x, 2]), want, "{what}");
+            assert_eq!(call_driver(&jit, d, &[x, 2]), want + 5, "{what}");
+        }
+    }
+}
+
 /// Calls the `system_v` function `id` of the host JIT with `args` (2 or 10 of them).
 fn call_driver(jit: &JITModule, id: FuncId, args: &[i64]) -> i64 {
     let ptr = jit.get_finalized_function(id);
