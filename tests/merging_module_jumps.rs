@@ -14,8 +14,6 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 
-#[path = "common/cc.rs"]
-mod cc;
 #[allow(dead_code)]
 #[path = "common/link.rs"]
 mod link;
@@ -348,29 +346,28 @@ fn aarch64_jit_with_bti_keeps_the_compiled_thunk() {
 }
 
 /// An object for `triple`: `m1`, `m2` equal (`m2` the thunk) and `via_m2` calling `m2`,
-/// exported; `hidden`, a local copy of `m1` that `via_hidden` calls. Returns the object.
+/// exported; `hidden`, a local copy of `m1` that `via_hidden` calls; `pa`, `pb` equal and
+/// preemptible (deferred: both thunks of a private copy, an anonymous function). Returns the
+/// object.
 fn object_module(triple: &str, timing: Timing) -> Vec<u8> {
     let builder =
         ObjectBuilder::new(isa(triple, true, &[]), "merged", default_libcall_names()).unwrap();
     let mut module = merging(ObjectModule::new(builder), timing);
     let sig = signature(CallConv::triple_default(&triple.parse().unwrap()), 2);
-    let mut declare = |name: &str, linkage| {
-        module
-            .declare_function(name, linkage, &sig)
-            .map(|id| (id, name.to_owned()))
-            .unwrap()
-    };
-    let [m1, m2, hidden, via_m2, via_hidden] = [
+    let mut declare = |name: &str, linkage| module.declare_function(name, linkage, &sig).unwrap();
+    let [m1, m2, hidden, via_m2, via_hidden, pa, pb] = [
         declare("m1", Linkage::Export),
         declare("m2", Linkage::Export),
         declare("hidden", Linkage::Local),
         declare("via_m2", Linkage::Export),
         declare("via_hidden", Linkage::Export),
+        declare("pa", Linkage::Preemptible),
+        declare("pb", Linkage::Preemptible),
     ];
-    weighted_sum(&mut module, m1.0, 3);
-    weighted_sum(&mut module, m2.0, 3);
-    weighted_sum(&mut module, hidden.0, 3);
-    for (caller, callee) in [(via_m2.0, m2.0), (via_hidden.0, hidden.0)] {
+    for (f, k) in [(m1, 3), (m2, 3), (hidden, 3), (pa, 4), (pb, 4)] {
+        weighted_sum(&mut module, f, k);
+    }
+    for (caller, callee) in [(via_m2, m2), (via_hidden, hidden)] {
         build(&mut module, caller, |b, import, params| {
             let f = import(callee, b);
             let call = b.ins().call(f, params);
@@ -405,9 +402,11 @@ fn symbol_code(bytes: &[u8], names: &[&str]) -> Vec<(u64, [u8; 4])> {
 const DRIVER: &str = r#"
 #include <stdio.h>
 extern long m1(long, long), m2(long, long), via_m2(long, long), via_hidden(long, long);
+extern long pa(long, long), pb(long, long);
 int main(void) {
     for (long x = -2; x < 3; x++)
-        printf("%ld %ld %ld %ld\n", m1(x, 7), m2(x, 7), via_m2(x, 7), via_hidden(x, 7));
+        printf("%ld %ld %ld %ld %ld %ld\n", m1(x, 7), m2(x, 7), via_m2(x, 7), via_hidden(x, 7),
+               pa(x, 7), pb(x, 7));
     return 0;
 }
 "#;
@@ -416,57 +415,60 @@ fn driver_output() -> String {
     (-2..3)
         .map(|x| {
             let m = weighted_sum_value(&[x, 7], 3);
-            format!("{m} {m} {} {}\n", m + 5, m + 5)
+            let p = weighted_sum_value(&[x, 7], 4);
+            format!("{m} {m} {} {} {p} {p}\n", m + 5, m + 5)
         })
         .collect()
 }
 
-/// x86_64 objects, both timings: `m2` is a 5-byte `jmp` (its symbol's size), and the program
-/// linked by `cc` calls it right.
-#[test]
-fn x86_64_object_thunk_is_five_bytes_and_links_and_runs() {
+/// Objects for x86_64 or aarch64, both timings: the thunks are one jump, `jmp rel32` (5 bytes)
+/// or `b imm26` (4 bytes) by their symbols' size and first instruction: `m2`, and in deferred
+/// mode `pa` and `pb`; the bodies are larger. The program links with each installed linker
+/// (natively, or by the cross compiler and run under qemu) and computes right.
+fn object_thunks_are_one_jump_and_link_and_run(aarch64: bool) {
+    let (triple, size) = if aarch64 {
+        ("aarch64-unknown-linux-gnu", 4)
+    } else {
+        ("x86_64-unknown-linux-gnu", 5)
+    };
+    let is_jump = |code: [u8; 4]| match aarch64 {
+        true => u32::from_le_bytes(code) >> 26 == 0b000101,
+        false => code[0] == 0xe9,
+    };
     for timing in [Timing::Eager, Timing::Deferred] {
-        let bytes = object_module("x86_64-unknown-linux-gnu", timing);
-        let [m1, m2] = symbol_code(&bytes, &["m1", "m2"])[..] else {
-            unreachable!()
-        };
-        assert_eq!(m2.0, 5, "{timing:?}: m2 is one jump");
-        assert_eq!(m2.1[0], 0xe9, "{timing:?}: m2 is `jmp rel32`");
-        assert!(m1.0 > 5, "{timing:?}: m1 holds the body");
-        if !is_x86_64_linux() {
-            continue;
+        let bytes = object_module(triple, timing);
+        let mut thunks = vec!["m2"];
+        if matches!(timing, Timing::Deferred) {
+            thunks.extend(["pa", "pb"]);
         }
-        if let Some(out) = cc::link_and_run(&bytes, DRIVER) {
-            assert_eq!(out, driver_output(), "{timing:?}");
+        for (name, (len, code)) in thunks.iter().zip(symbol_code(&bytes, &thunks)) {
+            assert_eq!(len, size, "{timing:?}: {name} is one jump");
+            assert!(is_jump(code), "{timing:?}: {name} is a jump: {code:x?}");
         }
-    }
-}
-
-/// aarch64 objects, both timings: `m2` is a 4-byte `b` (its symbol's size), and the program
-/// linked by the cross compiler runs right under qemu.
-#[test]
-fn aarch64_object_thunk_is_four_bytes_and_links_and_runs() {
-    for timing in [Timing::Eager, Timing::Deferred] {
-        let bytes = object_module("aarch64-unknown-linux-gnu", timing);
-        let [m1, m2] = symbol_code(&bytes, &["m1", "m2"])[..] else {
-            unreachable!()
-        };
-        assert_eq!(m2.0, 4, "{timing:?}: m2 is one branch");
-        assert_eq!(
-            u32::from_le_bytes(m2.1) >> 26,
-            0b000101,
-            "{timing:?}: m2 is `b`"
-        );
-        assert!(m1.0 > 4, "{timing:?}: m1 holds the body");
-        let Some(tc) = link::toolchain(true) else {
+        for (len, _) in symbol_code(&bytes, &["m1", "via_m2"]) {
+            assert!(len > size, "{timing:?}: bodies are larger");
+        }
+        let Some(tc) = link::toolchain(aarch64) else {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
         let object = dir.path().join("merged.o");
         std::fs::write(&object, &bytes).unwrap();
         let driver = link::compile_driver(&tc, dir.path(), DRIVER);
-        let exe = dir.path().join("program");
-        let out = link::link_and_run(&tc, &exe, &[&driver, &object], "bfd", false);
-        assert_eq!(out, Ok(driver_output()), "{timing:?}");
+        for linker in link::linkers() {
+            let exe = dir.path().join(format!("program-{linker}"));
+            let out = link::link_and_run(&tc, &exe, &[&driver, &object], linker, false);
+            assert_eq!(out, Ok(driver_output()), "{timing:?}, {linker}");
+        }
     }
+}
+
+#[test]
+fn x86_64_object_thunks_are_one_jump_and_link_and_run() {
+    object_thunks_are_one_jump_and_link_and_run(false);
+}
+
+#[test]
+fn aarch64_object_thunks_are_one_jump_and_link_and_run() {
+    object_thunks_are_one_jump_and_link_and_run(true);
 }
