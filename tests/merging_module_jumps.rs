@@ -14,7 +14,6 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 
-#[allow(dead_code)]
 #[path = "common/link.rs"]
 mod link;
 
