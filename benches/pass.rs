@@ -11,13 +11,18 @@
 //!   only the call is timed) and `opt -passes=mergefunc -time-passes -disable-output N.ll`
 //!   (LLVM's `MergeFunctionsPass` wall time, as `-time-passes` prints it).
 //!
+//! - and, in the same run, the *hashing walk*: one single-threaded walk over the same parsed
+//!   functions that hashes every instruction's opcode, arguments and result types (best of 7),
+//!   the least work any exact merger must do (it reads every instruction once).
+//!
 //! Reported: medians in µs per function, their ratio, the median of the per-run ratios (ours
-//! against the LLVM run right after it), and the peak heap the pass allocates above
+//! against the LLVM run right after it), ours against the hashing walk, and the peak heap the pass allocates above
 //! what was live when it started (a counting global allocator). Without `opt` the LLVM column is
 //! left out. Environment: `BENCH_SIZES` (comma-separated), `BENCH_RUNS` (runs per size, overrides
 //! the default of 11 / 5 / 3), `OPT` (the `opt` binary to use).
 
-use clif_merge::{Mode, ReadOptions, merge_module, read_files};
+use clif_merge::{ClifModule, Mode, ReadOptions, merge_module, read_files};
+use cranelift_codegen::ir::Function;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,6 +104,46 @@ fn pass_peak(module: &clif_merge::ClifModule) -> usize {
     drop(result);
     drop(copy);
     PEAK.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// One step of the walk's hash (FxHash's multiply-rotate).
+#[inline]
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+/// The hashing walk of one function: every instruction in layout order, its opcode, its
+/// arguments (value numbers) and its results' types.
+fn hash_function(func: &Function) -> u64 {
+    let dfg = &func.dfg;
+    let mut h = 0;
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            h = mix(h, dfg.insts[inst].opcode() as u64);
+            for &arg in dfg.inst_args(inst) {
+                h = mix(h, u64::from(arg.as_u32()));
+            }
+            for &result in dfg.inst_results(inst) {
+                h = mix(h, dfg.value_type(result).index() as u64);
+            }
+        }
+    }
+    h
+}
+
+/// The best of `runs` hashing walks over every function of `module`, on this thread.
+fn hashing_walk(module: &ClifModule, runs: usize) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let mut hashes = Vec::with_capacity(module.len());
+        for f in module.functions() {
+            hashes.push(hash_function(&f.func));
+        }
+        std::hint::black_box(&hashes);
+        best = best.min(start.elapsed());
+    }
+    best
 }
 
 fn manifest_dir() -> PathBuf {
@@ -218,6 +263,10 @@ struct Row {
     /// medians when the machine's speed drifts.
     pair_ratio: Option<f64>,
     peak_bytes: usize,
+    /// The hashing walk, best of 7, µs per function.
+    walk_us: f64,
+    /// The median over runs of (ours / the walk of the same run).
+    walk_ratio: f64,
     hashing_us: f64,
     comparing_us: f64,
     merging_us: f64,
@@ -257,6 +306,7 @@ fn bench_size(n: usize, runs: usize, opt: Option<&str>) -> Row {
 
     let mut ours = Vec::new();
     let mut llvm = Vec::new();
+    let mut walks = Vec::new();
     let (mut hashing, mut comparing, mut merging) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..runs {
         let mut copy = module.clone();
@@ -266,6 +316,8 @@ fn bench_size(n: usize, runs: usize, opt: Option<&str>) -> Row {
         drop(report);
         drop(copy);
         ours.push(elapsed.as_secs_f64() * 1e6 / count as f64);
+        let walk = hashing_walk(&module, 7);
+        walks.push(walk.as_secs_f64() * 1e6 / count as f64);
         hashing.push(times.hashing.as_secs_f64() * 1e6);
         comparing.push(times.comparing.as_secs_f64() * 1e6);
         merging.push(times.merging.as_secs_f64() * 1e6);
@@ -278,9 +330,10 @@ fn bench_size(n: usize, runs: usize, opt: Option<&str>) -> Row {
             None => String::new(),
         };
         eprintln!(
-            "  run {}: ours {:.3} ms{llvm_text}",
+            "  run {}: ours {:.3} ms{llvm_text}, walk {:.3} ms",
             run + 1,
             elapsed.as_secs_f64() * 1e3,
+            walk.as_secs_f64() * 1e3,
         );
     }
     let (planted_classes, planted_mergeable) = planted(&files.expect);
@@ -289,7 +342,11 @@ fn bench_size(n: usize, runs: usize, opt: Option<&str>) -> Row {
         let mut ratios: Vec<f64> = ours.iter().zip(&llvm).map(|(o, l)| o / l).collect();
         median(&mut ratios)
     });
+    let mut walk_ratios: Vec<f64> = ours.iter().zip(&walks).map(|(o, w)| o / w).collect();
+    let walk_ratio = median(&mut walk_ratios);
     Row {
+        walk_us: median(&mut walks),
+        walk_ratio,
         n: count,
         runs,
         ours_us: median(&mut ours),
@@ -348,9 +405,9 @@ fn main() {
 
     println!();
     println!(
-        "| functions | runs | ours µs/function | LLVM µs/function | ratio (ours/LLVM) | median of per-run ratios | our peak heap during pass (MB) |"
+        "| functions | runs | ours µs/function | LLVM µs/function | ratio (ours/LLVM) | median of per-run ratios | hashing walk µs/function | ours/walk (median of per-run ratios) | our peak heap during pass (MB) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         let pair = r.pair_ratio.map_or("n/a".into(), |p| format!("{p:.2}"));
         let (llvm, ratio) = match r.llvm_us {
@@ -358,10 +415,12 @@ fn main() {
             None => ("n/a".into(), "n/a".into()),
         };
         println!(
-            "| {} | {} | {:.3} | {llvm} | {ratio} | {pair} | {:.1} |",
+            "| {} | {} | {:.3} | {llvm} | {ratio} | {pair} | {:.3} | {:.2} | {:.1} |",
             r.n,
             r.runs,
             r.ours_us,
+            r.walk_us,
+            r.walk_ratio,
             r.peak_bytes as f64 / 1e6
         );
     }
@@ -373,7 +432,7 @@ fn main() {
     }
     println!();
     println!(
-        "Medians. Ours: `merge_module` (Mode::Safe) on a fresh clone, read not timed. LLVM: `MergeFunctionsPass` wall time from `opt -passes=mergefunc -time-passes -disable-output`. Peak heap: most bytes live above those live when the pass started (MB = 10^6 bytes), in one more run with allocation counting on (the timed runs count nothing)."
+        "Medians. Ours: `merge_module` (Mode::Safe) on a fresh clone, read not timed. LLVM: `MergeFunctionsPass` wall time from `opt -passes=mergefunc -time-passes -disable-output`. Hashing walk: one thread hashing every instruction's opcode, arguments and result types, best of 7 after each of our runs. Peak heap: most bytes live above those live when the pass started (MB = 10^6 bytes), in one more run with allocation counting on (the timed runs count nothing)."
     );
     println!();
     println!(

@@ -34,7 +34,7 @@
 
 use clif_merge::pipeline::{PipelineOptions, run};
 use clif_merge::{
-    Mode, ReadOptions, SimilarOptions, merge_module, merge_module_with, read_files,
+    MergeOptions, Mode, ReadOptions, SimilarOptions, merge_module, merge_module_with, read_files,
     read_module_text,
 };
 use std::fmt::Write as _;
@@ -161,8 +161,11 @@ fn run_once(text: &str, similar: Option<SimilarOptions>) -> (f64, f64, usize) {
     let module = read_module_text(Path::new("one-shape.clif"), text, ReadOptions::default())
         .expect("read the module");
     let options = PipelineOptions {
-        mode: Mode::Safe,
-        similar,
+        merge: MergeOptions {
+            mode: Mode::Safe,
+            similar,
+            ..MergeOptions::default()
+        },
         emit_clif: true,
         ..Default::default()
     };

@@ -3,6 +3,12 @@
 # `--similar`, in every `--mode`, the runs that ran to the end and the functions fully checked
 # (from `--verify`'s summary line), and the time against the same merge without `--verify`.
 #
+# Then the mutation check over the corpus (`corpus_mutations_are_reported` in
+# tests/differential.rs, a release test build): per module, exact and `--similar`, one live
+# instruction of up to CORPUS_MUTANTS (40) kept or shared bodies corrupted so that a value
+# changes on the check's inputs, and how many `--verify` reports (of those whose original ran to
+# the end, and of those 256 more argument tuples tell apart). VERIFY_MUTATIONS=0 leaves it out.
+#
 #     bash benches/verify.sh                 # after `cargo build --release`
 #     VERIFY_MODULES=dprint_markdown VERIFY_MODES=safe bash benches/verify.sh
 #
@@ -62,3 +68,11 @@ PY
         done
     done
 done
+
+[ "${VERIFY_MUTATIONS:-1}" = 0 ] && exit 0
+echo
+echo "| module | merge | reported (original ran to the end) | reported (some tuple tells apart) | missed by kind |"
+echo "|---|---|---:|---:|---|"
+cd "$root"
+VERIFY_MODULES="${VERIFY_MODULES:-}" cargo test --release --quiet --test differential \
+    -- --ignored --exact corpus_mutations_are_reported --nocapture 2>/dev/null | grep '^|' || true

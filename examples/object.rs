@@ -7,7 +7,7 @@
 //!
 //! (Default output: `target/merged-example.o`; `nm` shows what is in it.)
 
-use clif_merge::{MergingModule, SimilarOptions};
+use clif_merge::{MergeOptions, MergingModule, SimilarOptions};
 use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -66,8 +66,11 @@ fn main() -> Result<(), Error> {
     flags.set("is_pic", "true")?;
     let isa = cranelift_native::builder()?.finish(settings::Flags::new(flags))?;
     let builder = ObjectBuilder::new(isa, "merged_example", default_libcall_names())?;
-    let mut module =
-        MergingModule::deferred_similar(ObjectModule::new(builder), SimilarOptions::default());
+    let options = MergeOptions {
+        similar: Some(SimilarOptions::default()),
+        ..MergeOptions::default()
+    };
+    let mut module = MergingModule::with_options(ObjectModule::new(builder), options);
 
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(types::I64));

@@ -4,14 +4,17 @@
 //!
 //! Functions are named by `func.name`, as their callers name them (`u0:N` user names, as
 //! cranelift-module gives them, or testcase names); a call to a name that is not among the
-//! entries is an import. The merge is the exact one ([`crate::merge`]): the result does not
-//! depend on the order of the entries.
+//! entries is an import. The merge is the exact one ([`crate::merge`]), or what a
+//! [`MergeOptions`] asks for ([`merge_functions_with`]): the result does not depend on the order
+//! of the entries.
 
-use crate::error::Result;
-use crate::merge::{MergeReport, Mode, merge_module};
-use crate::module::{ClifModule, FunctionId, Symbol, SymbolLinkage};
+use crate::error::{Error, Result};
+use crate::merge::{MergeReport, Mode};
+use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
+use crate::pass::MergeOptions;
 use cranelift_codegen::ir::Function;
 use cranelift_entity::EntityRef;
+use rustc_hash::FxHashMap;
 
 /// One function to merge.
 #[derive(Clone, Copy, Debug)]
@@ -58,17 +61,104 @@ pub struct Merged<K> {
     pub report: MergeReport,
 }
 
-/// Merges `entries` (whose names must be distinct) under `mode`.
+/// Merges `entries` (whose names must be distinct) under `mode`: the exact merge,
+/// [`merge_functions_with`] with only a mode.
 pub fn merge_functions<K: Clone>(entries: &[Entry<'_, K>], mode: Mode) -> Result<Merged<K>> {
+    let options = MergeOptions {
+        mode,
+        ..MergeOptions::default()
+    };
+    merge_functions_with(entries, &options)
+}
+
+/// Merges `entries` (whose names must be distinct) as `options` say. With similar merging, a
+/// member whose calls now go to a shared body is compiled as a thunk passing its values to
+/// that body (the embedder may still call it by its key), and shared bodies are private copies.
+/// A summary for global merging is refused ([`crate::Error::Unsupported`]): its shared bodies
+/// need symbols only the object writer makes.
+///
+/// ```
+/// use clif_merge::batch::{Decision, Entry, merge_functions_with};
+/// use clif_merge::{MergeOptions, SimilarOptions, SymbolLinkage};
+///
+/// // Equal but for one constant: similar merging gives them one body with a parameter.
+/// let funcs = cranelift_reader::parse_functions(
+///     "function u0:0(i64) -> i64 system_v {
+///      block0(v0: i64):
+///          v1 = iconst.i64 37
+///          v2 = imul v0, v1
+///          v3 = iconst.i64 11
+///          v4 = iadd v2, v3
+///          v5 = imul v4, v0
+///          v6 = isub v5, v2
+///          return v6
+///      }
+///      function u0:1(i64) -> i64 system_v {
+///      block0(v0: i64):
+///          v1 = iconst.i64 41
+///          v2 = imul v0, v1
+///          v3 = iconst.i64 11
+///          v4 = iadd v2, v3
+///          v5 = imul v4, v0
+///          v6 = isub v5, v2
+///          return v6
+///      }",
+/// )
+/// .unwrap();
+/// let entries: Vec<_> = funcs
+///     .iter()
+///     .enumerate()
+///     .map(|(key, func)| Entry { key, func, linkage: SymbolLinkage::Export })
+///     .collect();
+/// let options = MergeOptions {
+///     similar: Some(SimilarOptions::default()),
+///     ..MergeOptions::default()
+/// };
+/// let merged = merge_functions_with(&entries, &options).unwrap();
+/// // Both become thunks passing their constant to one shared body, compiled once.
+/// assert_eq!(merged.private_copies.len(), 1);
+/// assert!(merged.decisions.iter().all(|(_, d)| matches!(d, Decision::Compile(_))));
+/// ```
+pub fn merge_functions_with<K: Clone>(
+    entries: &[Entry<'_, K>],
+    options: &MergeOptions,
+) -> Result<Merged<K>> {
+    if options.summary.is_some() {
+        return Err(Error::Unsupported(
+            "batch merging cannot take a summary: global merging's shared bodies need symbols \
+             only the object writer makes"
+                .to_owned(),
+        ));
+    }
     let mut module = ClifModule::new();
     for entry in entries {
         module.define(entry.func.clone(), entry.linkage, None)?;
     }
-    let (report, _) = merge_module(&mut module, mode);
-    // Ids are stable: entry `i` is `FunctionId(i)`; ids past the entries are private copies.
+    let (report, _) = crate::pass::merge_module_with_options(&mut module, options);
+    let stand_ins = crate::pass::similar_stand_ins(&module, &report);
+    // Ids are stable: entry `i` is `FunctionId(i)`; the ids past the entries that still hold a
+    // body (or stand in for a removed similar member) are the private copies, in order.
+    let copies: Vec<FunctionId> = (entries.len()..module.id_count())
+        .map(FunctionId::new)
+        .filter(|id| !module.is_merged_away(*id) || stand_ins.contains_key(id))
+        .collect();
     let body = |id: FunctionId| match entries.get(id.index()) {
         Some(entry) => Body::Entry(entry.key.clone()),
-        None => Body::PrivateCopy(id.index() - entries.len()),
+        None => Body::PrivateCopy(
+            copies
+                .binary_search(&id)
+                .expect("a body past the entries is a private copy"),
+        ),
+    };
+    // Every function by name, merged-away ones included: a kept function that similar merging
+    // removed no longer has a symbol, but its stand-in holds its body.
+    let by_name: FxHashMap<&FuncName, FunctionId> = (0..module.id_count())
+        .map(FunctionId::new)
+        .map(|f| (&module.function(f).name, f))
+        .collect();
+    let compiled = |id: FunctionId| match stand_ins.get(&id) {
+        Some(stand_in) => stand_in.clone(),
+        None => module.function(id).func.clone(),
     };
     let decisions = entries
         .iter()
@@ -76,12 +166,15 @@ pub fn merge_functions<K: Clone>(entries: &[Entry<'_, K>], mode: Mode) -> Result
         .map(|(i, entry)| {
             let id = FunctionId::new(i);
             let mf = module.function(id);
-            let decision = if !module.is_merged_away(id) {
-                Decision::Compile(Box::new(mf.func.clone()))
+            let decision = if !module.is_merged_away(id) || stand_ins.contains_key(&id) {
+                Decision::Compile(Box::new(compiled(id)))
             } else {
-                let kept = report
+                let kept_name = report
                     .kept_for(id)
-                    .and_then(|name| module.resolve(name))
+                    .expect("a merged-away function's body is in another function");
+                let kept = module
+                    .resolve(kept_name)
+                    .or_else(|| by_name.get(kept_name).copied())
                     .expect("a merged-away function's body is in a defined function");
                 match module.lookup(&mf.name) {
                     Some(Symbol::Alias(_)) => Decision::AliasOf(body(kept)),
@@ -91,12 +184,7 @@ pub fn merge_functions<K: Clone>(entries: &[Entry<'_, K>], mode: Mode) -> Result
             (entry.key.clone(), decision)
         })
         .collect();
-    let private_copies = module
-        .ids()
-        .iter()
-        .filter(|id| id.index() >= entries.len())
-        .map(|&id| module.function(id).func.clone())
-        .collect();
+    let private_copies = copies.iter().map(|&id| compiled(id)).collect();
     Ok(Merged {
         decisions,
         private_copies,
@@ -205,6 +293,112 @@ mod tests {
             let decision = &merged.decisions.iter().find(|d| d.0 == key).unwrap().1;
             assert_eq!(decision, &Decision::AliasOf(Body::PrivateCopy(0)), "{key}");
         }
+    }
+
+    /// `u0:0` and `u0:1` differ in one constant; `u0:2` is local and differs in another;
+    /// `u0:3` calls `u0:2`.
+    const NEAR_DUPLICATES: &str = "
+        function u0:0(i64) -> i64 system_v {
+        block0(v0: i64):
+            v1 = iconst.i64 37
+            v2 = imul v0, v1
+            v3 = iconst.i64 11
+            v4 = iadd v2, v3
+            v5 = imul v4, v0
+            v6 = isub v5, v2
+            return v6
+        }
+        function u0:1(i64) -> i64 system_v {
+        block0(v0: i64):
+            v1 = iconst.i64 41
+            v2 = imul v0, v1
+            v3 = iconst.i64 11
+            v4 = iadd v2, v3
+            v5 = imul v4, v0
+            v6 = isub v5, v2
+            return v6
+        }
+        function u0:2(i64) -> i64 system_v {
+        block0(v0: i64):
+            v1 = iconst.i64 43
+            v2 = imul v0, v1
+            v3 = iconst.i64 11
+            v4 = iadd v2, v3
+            v5 = imul v4, v0
+            v6 = isub v5, v2
+            return v6
+        }
+        function u0:3(i64) -> i64 system_v {
+            sig0 = (i64) -> i64 system_v
+            fn0 = colocated u0:2 sig0
+        block0(v0: i64):
+            v1 = call fn0(v0)
+            return v1
+        }";
+
+    fn similar_options() -> MergeOptions {
+        MergeOptions {
+            similar: Some(crate::SimilarOptions::default()),
+            ..MergeOptions::default()
+        }
+    }
+
+    #[test]
+    fn similar_options_merge_near_duplicates_into_one_private_shared_body() {
+        use SymbolLinkage::*;
+        let funcs = parse(NEAR_DUPLICATES);
+        let entries = entries(&funcs, &[Export, Export, Local, Export]);
+        let exact = merge_functions(&entries, Mode::Safe).unwrap();
+        assert_eq!(exact.report.merged, 0, "no two are equal");
+        let merged = merge_functions_with(&entries, &similar_options()).unwrap();
+        let groups = merged.report.similar.as_ref().expect("similar merging ran");
+        assert_eq!(groups.len(), 1, "{:?}", merged.report);
+        assert_eq!(merged.private_copies.len(), 1, "the shared body");
+        let shared = merged.private_copies[0].name.to_string();
+        // Every entry is compiled: the exported members as thunks to the shared body, the local
+        // one (removed from its callers) as a stand-in its key can still be called through.
+        for (key, decision) in &merged.decisions {
+            let Decision::Compile(func) = decision else {
+                panic!("{key} is compiled: {decision:?}")
+            };
+            let text = func.display().to_string();
+            if *key == "d" {
+                assert!(text.contains(&shared), "d calls the shared body: {text}");
+            } else {
+                assert!(text.contains(&shared), "{key} is a thunk: {text}");
+                assert!(!text.contains("imul"), "{key} is a thunk: {text}");
+            }
+        }
+        let c = &merged.decisions[2].1;
+        let Decision::Compile(c) = c else { panic!() };
+        assert!(
+            c.display().to_string().contains("43"),
+            "c passes its constant"
+        );
+    }
+
+    #[test]
+    fn options_choose_the_mode_and_a_summary_is_refused() {
+        use SymbolLinkage::*;
+        let funcs = parse(FUNCTIONS);
+        let entries = entries(&funcs, &[Export, Local, Export, Hidden]);
+        let aliases = MergeOptions {
+            mode: Mode::Aliases,
+            ..MergeOptions::default()
+        };
+        let by_options = merge_functions_with(&entries, &aliases).unwrap();
+        let by_mode = merge_functions(&entries, Mode::Aliases).unwrap();
+        assert_eq!(by_options.decisions, by_mode.decisions);
+        assert_eq!(
+            by_options.decisions[3].1,
+            Decision::AliasOf(Body::Entry("a"))
+        );
+        let summary = MergeOptions {
+            summary: Some(crate::global::Summary::default()),
+            ..MergeOptions::default()
+        };
+        let refused = merge_functions_with(&entries, &summary).unwrap_err();
+        assert!(matches!(refused, Error::Unsupported(_)), "{refused}");
     }
 
     #[test]

@@ -35,7 +35,11 @@ pub fn panic_is_caught() -> bool {
 }
 
 /// Runs `f` with this thread marked as inside a caught region; a panic becomes `Err` with its
-/// payload.
+/// payload. (Reading, compiling and `--verify` use these; the merge itself does not.)
+#[cfg_attr(
+    not(any(feature = "reader", feature = "object", feature = "verify")),
+    allow(dead_code)
+)]
 pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
     // Restoring the previous mark (not clearing it) keeps an enclosing region marked.
     let was = CAUGHT.with(|c| c.replace(true));
@@ -45,11 +49,19 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> 
 }
 
 /// Runs `f`; a panic becomes `Err` with its message.
+#[cfg_attr(
+    not(any(feature = "reader", feature = "object", feature = "verify")),
+    allow(dead_code)
+)]
 pub(crate) fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch(f).map_err(|panic| panic_message(&*panic).unwrap_or_else(|| "a panic".to_string()))
 }
 
 /// The message a panic was raised with, when it is text.
+#[cfg_attr(
+    not(any(feature = "reader", feature = "object", feature = "verify")),
+    allow(dead_code)
+)]
 pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> Option<String> {
     if let Some(s) = panic.downcast_ref::<&str>() {
         Some((*s).to_string())

@@ -45,17 +45,18 @@
 //! |---|---|
 //! | [`batch`] | merging for embedders that compile each function themselves: typed decisions per key |
 //! | [`merging_module`] | [`MergingModule`]: a cranelift-module `Module` that merges on the way to a JIT or object module, eagerly or at `finish` |
+//! | [`MergeOptions`] | one set of options (mode, similar merging, summary, threads) that every entry point takes: [`merge_module_with_options`], [`pipeline`], [`batch`], [`MergingModule::with_options`] |
 //! | [`pipeline`] | the whole job as one function (what the command line does): read, merge, verify, write, results as data |
 //! | [`read`] | `.clif` text to a [`ClifModule`]: cranelift-reader, the CLIF verifier, `; linkage:` and `; alias:` directives, input limits |
 //! | [`module`] | [`ClifModule`]: functions by stable [`FunctionId`], linkage, aliases, names |
-//! | [`references`] | references between a function's declarations that neither the reader nor the verifier checks |
+//! | `references` (internal) | references between a function's declarations that neither the reader nor the verifier checks |
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
 //! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
-//! | [`partition`] | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
+//! | `partition` (internal) | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
 //! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
 //! | [`similar`] | similar merging (`--similar`): functions equal but for constants, symbols or callees share one body with parameters |
 //! | [`global`] | global merging across units: content keys, summaries and `combine`, round 2 |
-//! | [`fold`] | machine-code folding after compilation, on the same policy and refiner |
+//! | `fold` (internal) | machine-code folding after compilation, on the same policy and refiner |
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
 //! | [`report`] | the report as JSON (a stable contract) or text |
@@ -69,36 +70,69 @@
 //!
 //! # Features
 //!
-//! - `cli` (default): the `clif-merge` command (clap, anyhow), `xz` and `verify`.
-//! - `xz`: `.clif.xz` input (liblzma).
-//! - `verify`: [`verify`](crate) and `--verify` (cranelift-interpreter).
+//! An embedder builds only what it uses: with `default-features = false` the library is the
+//! merge itself (the module, the comparison, exact, similar and global merging, [`batch`],
+//! [`MergingModule`], [`MergeOptions`]) on cranelift-codegen without a backend,
+//! cranelift-module, serde and a few small crates. Add what you need:
 //!
-//! With `default-features = false` the library depends on Cranelift, `object`, serde and a few
-//! small crates only.
+//! | feature | what it adds | dependencies |
+//! |---|---|---|
+//! | `x86_64`, `aarch64` | the Cranelift backend of that target | (cranelift-codegen's `x86`, `arm64`) |
+//! | `all-native-arch` | every native backend (also s390x, riscv64) | |
+//! | `object` | `emit::object` (ELF and Mach-O objects) and machine-code folding; re-exports `cranelift_object` | cranelift-object, cranelift-native, object |
+//! | `reader` | `read`: `.clif` text to a [`ClifModule`] ([`read_module_text`], [`read_files`]); re-exports `cranelift_reader` | cranelift-reader |
+//! | `pipeline` | `pipeline` (the whole job as one function), `report` (JSON, text), `output` (all or none); implies `reader` and `object` | serde_json, tempfile |
+//! | `parallel` | the parallel phases ([`MergeOptions::threads`]); without it one thread, the same results | rayon |
+//! | `verify` | `verify`: every function run before and after merging | cranelift-interpreter |
+//! | `xz` | `.clif.xz` input; implies `reader` | liblzma |
+//! | `cli` | the `clif-merge` command; implies `pipeline`, `parallel`, `xz`, `verify`, `x86_64`, `aarch64` | clap, anyhow, indicatif |
+//!
+//! The default is `cli` and `all-native-arch`: everything. A `MergingModule` in front of an
+//! `ObjectModule` for x86_64 needs `features = ["x86_64", "object"]` (`examples/embed.rs`).
+//!
+//! The Cranelift crates the API names are re-exported ([`cranelift_codegen`],
+//! [`cranelift_module`], [`cranelift_entity`], and `cranelift_object`, `cranelift_reader` with
+//! their features): use them, and your Cranelift is the one this crate was built with.
 
 pub mod batch;
 pub mod compare;
 pub mod emit;
 mod error;
-pub mod fold;
+#[cfg(feature = "object")]
+pub(crate) mod fold;
 pub mod global;
 mod guard;
 pub mod merge;
 pub mod merging_module;
 pub mod module;
 mod name;
+#[cfg(feature = "pipeline")]
 pub mod output;
 mod parallel;
-pub mod partition;
+pub(crate) mod partition;
+mod pass;
+#[cfg(feature = "pipeline")]
 pub mod pipeline;
+#[cfg(feature = "reader")]
 pub mod read;
-pub mod references;
+pub(crate) mod references;
 pub mod refs;
+#[cfg(feature = "pipeline")]
 pub mod report;
 pub mod similar;
 pub mod sizes;
 #[cfg(feature = "verify")]
 pub mod verify;
+
+// The Cranelift crates the API names, so that an embedder uses the very versions this crate
+// was built with.
+pub use cranelift_codegen;
+pub use cranelift_entity;
+pub use cranelift_module;
+#[cfg(feature = "object")]
+pub use cranelift_object;
+#[cfg(feature = "reader")]
+pub use cranelift_reader;
 
 pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
@@ -106,6 +140,8 @@ pub use guard::panic_is_caught;
 pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module, merge_module_with};
 pub use merging_module::{FinishError, MergingModule};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
+pub use pass::{MergeOptions, merge_module_with_options};
+#[cfg(feature = "reader")]
 pub use read::{InputError, ReadOptions, read_files, read_module_text};
 pub use similar::SimilarOptions;
 

@@ -58,8 +58,9 @@ mod jump;
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::{is_forwarding_thunk, write_thunk};
-use crate::merge::{Action, MergeReport, MergedClass, Mode, Replacement, merge_module_with};
+use crate::merge::{Action, MergeReport, MergedClass, Replacement};
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use crate::pass::{MergeOptions, merge_module_with_options};
 use crate::similar::SimilarOptions;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{ExternalName, Function, InstructionData, Signature, UserFuncName};
@@ -166,7 +167,7 @@ struct Eager {
 
 enum Timing {
     Eager(Box<Eager>),
-    Deferred(Vec<Held>, Option<SimilarOptions>),
+    Deferred(Vec<Held>, MergeOptions),
 }
 
 /// A [`Module`] that merges equal functions before they reach the inner module `M`.
@@ -182,7 +183,7 @@ enum Timing {
 /// the context holds what was defined: the body and its compiled code, or the thunk's IR, with
 /// compiled code only when the thunk was compiled rather than defined as one jump.
 ///
-/// ```no_run
+/// ```
 /// use cranelift_jit::{JITBuilder, JITModule};
 /// use cranelift_module::Module;
 ///
@@ -210,16 +211,84 @@ impl<M: Module> MergingModule<M> {
         Self::with_timing(inner, Timing::Eager(Box::default()))
     }
 
-    /// Whole-module merging: bodies are kept until [`MergingModule::finish`].
+    /// Whole-module merging: bodies are kept until [`MergingModule::finish`]. The same as
+    /// [`MergingModule::with_options`] with the default options (the exact merge,
+    /// [`Mode::Safe`](crate::Mode::Safe)).
     pub fn deferred(inner: M) -> Self {
-        Self::with_timing(inner, Timing::Deferred(Vec::new(), None))
+        Self::with_options(inner, MergeOptions::default())
     }
 
     /// Whole-module merging, then similar merging ([`crate::similar`]) as `similar` says:
     /// shared bodies become anonymous functions of the inner module; a removed similar member
     /// is still defined, as a thunk passing its values to its shared body.
+    #[deprecated(
+        since = "0.1.0",
+        note = "use `MergingModule::with_options` with `MergeOptions { similar: Some(..), .. }`"
+    )]
     pub fn deferred_similar(inner: M, similar: SimilarOptions) -> Self {
-        Self::with_timing(inner, Timing::Deferred(Vec::new(), Some(similar)))
+        let options = MergeOptions {
+            similar: Some(similar),
+            ..MergeOptions::default()
+        };
+        Self::with_options(inner, options)
+    }
+
+    /// Whole-module merging as `options` say: bodies are kept until
+    /// [`MergingModule::finish`], which merges them under `options.mode`, with similar merging
+    /// when `options.similar` asks for it (shared bodies become anonymous functions of the inner
+    /// module, and a removed similar member is still defined, as a thunk passing its values to
+    /// its shared body), on `options.threads` threads.
+    ///
+    /// cranelift-module has no aliases and cannot leave a declared function undefined: whatever
+    /// the mode, a function the merge replaced is defined as a thunk calling the function
+    /// holding its body; the mode decides which functions may be merged and what the report
+    /// says. A summary for global merging cannot be honoured (its shared bodies need symbols
+    /// only the object writer makes): `finish` refuses it ([`crate::Error::Unsupported`]).
+    ///
+    /// ```
+    /// use clif_merge::cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
+    /// use clif_merge::cranelift_codegen::{Context, settings};
+    /// use clif_merge::cranelift_module::{Linkage, Module, default_libcall_names};
+    /// use clif_merge::cranelift_object::{ObjectBuilder, ObjectModule};
+    /// use clif_merge::{MergeOptions, MergingModule, Mode};
+    /// use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+    ///
+    /// let isa = clif_merge::cranelift_codegen::isa::lookup_by_name("x86_64")
+    ///     .unwrap()
+    ///     .finish(settings::Flags::new(settings::builder()))
+    ///     .unwrap();
+    /// let builder = ObjectBuilder::new(isa, "demo", default_libcall_names()).unwrap();
+    /// let options = MergeOptions { mode: Mode::Aliases, ..MergeOptions::default() };
+    /// let mut module = MergingModule::with_options(ObjectModule::new(builder), options);
+    ///
+    /// // Two exported functions with one body: `x * 5`.
+    /// for name in ["times5", "five_times"] {
+    ///     let mut sig = module.make_signature();
+    ///     sig.params.push(AbiParam::new(types::I64));
+    ///     sig.returns.push(AbiParam::new(types::I64));
+    ///     let id = module.declare_function(name, Linkage::Export, &sig).unwrap();
+    ///     let mut ctx = Context::new();
+    ///     ctx.func.signature = sig;
+    ///     ctx.func.name = UserFuncName::user(0, id.as_u32());
+    ///     let mut fctx = FunctionBuilderContext::new();
+    ///     let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    ///     let block = b.create_block();
+    ///     b.append_block_params_for_function_params(block);
+    ///     b.switch_to_block(block);
+    ///     let x = b.block_params(block)[0];
+    ///     let y = b.ins().imul_imm_s(x, 5);
+    ///     b.ins().return_(&[y]);
+    ///     b.seal_all_blocks();
+    ///     b.finalize(module.target_config());
+    ///     module.define_function(id, &mut ctx).unwrap();
+    /// }
+    /// let (object, report) = module.finish().unwrap();
+    /// assert_eq!(report.merged, 1);
+    /// let bytes = object.finish().emit().unwrap();
+    /// assert!(!bytes.is_empty());
+    /// ```
+    pub fn with_options(inner: M, options: MergeOptions) -> Self {
+        Self::with_timing(inner, Timing::Deferred(Vec::new(), options))
     }
 
     fn with_timing(inner: M, timing: Timing) -> Self {
@@ -249,9 +318,9 @@ impl<M: Module> MergingModule<M> {
     /// function the inner module already held).
     pub fn try_finish(self) -> Result<(M, MergeReport), FinishFailure<M>> {
         match self.timing {
-            Timing::Deferred(held, similar) => {
+            Timing::Deferred(held, options) => {
                 let address_in_data = self.address_in_data.into_inner();
-                finish_deferred(self.inner, held, &address_in_data, similar.as_ref())
+                finish_deferred(self.inner, held, &address_in_data, &options)
             }
             Timing::Eager(eager) => Ok((self.inner, eager_report(&eager))),
         }
@@ -525,19 +594,27 @@ fn finish_deferred<M: Module>(
     mut inner: M,
     held: Vec<Held>,
     address_in_data: &FxHashSet<FuncId>,
-    similar: Option<&SimilarOptions>,
+    options: &MergeOptions,
 ) -> Result<(M, MergeReport), FinishFailure<M>> {
     let mut ids: Vec<FuncId> = held.iter().map(|h| h.id).collect();
     let mut defined = FxHashSet::default();
     let mut anonymous = Vec::new();
-    let merged = merge_and_define(
-        &mut inner,
-        held,
-        address_in_data,
-        similar,
-        &mut defined,
-        &mut anonymous,
-    );
+    let merged = if options.summary.is_some() {
+        Err(FinishError::Merge(crate::Error::Unsupported(
+            "a MergingModule cannot take a summary: global merging's shared bodies need \
+             symbols only the object writer makes"
+                .to_owned(),
+        )))
+    } else {
+        merge_and_define(
+            &mut inner,
+            held,
+            address_in_data,
+            options,
+            &mut defined,
+            &mut anonymous,
+        )
+    };
     match merged {
         Ok(report) => Ok((inner, report)),
         Err(error) => Err(FinishFailure {
@@ -558,7 +635,7 @@ fn merge_and_define<M: Module>(
     inner: &mut M,
     held: Vec<Held>,
     address_in_data: &FxHashSet<FuncId>,
-    similar: Option<&SimilarOptions>,
+    options: &MergeOptions,
     defined: &mut FxHashSet<FuncId>,
     anonymous: &mut Vec<FuncId>,
 ) -> Result<MergeReport, FinishError> {
@@ -584,8 +661,8 @@ fn merge_and_define<M: Module>(
         define_in(inner, held.id, held.func, &mut held.ctrl_plane)?;
         defined.insert(held.id);
     }
-    let (report, _) = merge_module_with(&mut cm, Mode::Safe, similar);
-    let stand_ins = similar_stand_ins(&cm, &report);
+    let (report, _) = merge_module_with_options(&mut cm, options);
+    let stand_ins = crate::pass::similar_stand_ins(&cm, &report);
 
     // Private copies (ids past the defined functions) become anonymous functions of the inner
     // module; every body that names them names the new id instead.
@@ -664,34 +741,6 @@ fn merge_and_define<M: Module>(
         defined.insert(id);
     }
     Ok(report)
-}
-
-/// A thunk for every member a similar merge removed, calling its shared body with its values:
-/// cranelift-module has no way to leave a declared function undefined.
-fn similar_stand_ins(cm: &ClifModule, report: &MergeReport) -> FxHashMap<FunctionId, Function> {
-    let mut stand_ins = FxHashMap::default();
-    let Some(groups) = &report.similar else {
-        return stand_ins;
-    };
-    // Every function by name, merged-away ones included (a removed member may be a held body
-    // or a private copy the exact merge made).
-    let by_name: FxHashMap<&FuncName, FunctionId> = (0..cm.id_count())
-        .map(FunctionId::new)
-        .map(|f| (&cm.function(f).name, f))
-        .collect();
-    for group in groups {
-        let shared = cm.resolve(&group.shared).expect("a shared body is defined");
-        let shared_sig = &cm.function(shared).func.signature;
-        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            let fid = by_name[&member.name];
-            let sig = &cm.function(fid).func.signature;
-            stand_ins.insert(
-                fid,
-                crate::similar::stand_in(group, member, sig, shared_sig),
-            );
-        }
-    }
-    stand_ins
 }
 
 /// Eager mode's resolver: a called function already known is compared by the class of the function that

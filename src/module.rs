@@ -21,7 +21,9 @@ pub use crate::name::FuncName;
 /// How a defined function's symbol is seen by the rest of the program.
 ///
 /// The declaration order is the order in which class members are considered for keeping.
+/// With the `cli` feature, also a [`clap::ValueEnum`] (`--default-linkage`), `linkonce` left out.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SymbolLinkage {
     /// Visible to every object and the outside world (the default).
     #[default]
@@ -38,6 +40,7 @@ pub enum SymbolLinkage {
     /// ([`crate::global`]) names such a function after its content, so every copy is the same
     /// function. A merge treats it as preemptible: it is never merged, and calls to it are
     /// never assumed to reach this copy.
+    #[cfg_attr(feature = "cli", value(skip))]
     LinkOnce,
 }
 
@@ -215,7 +218,7 @@ impl ClifModule {
     }
 
     /// Adds a defined function; its name is `func.name`. A function that refers to a
-    /// declaration it does not have (see [`crate::references`]) is refused.
+    /// declaration it does not have (see `crate::references`) is refused.
     pub fn define(
         &mut self,
         func: Function,

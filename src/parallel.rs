@@ -32,13 +32,14 @@ fn threads_for(items: usize) -> usize {
     if items < PARALLEL_MIN_ITEMS {
         return 1;
     }
-    rayon::current_num_threads().min(8)
+    pool_threads().min(8)
 }
 
 /// Runs `work` on the calling thread and on `threads - 1` tasks of rayon's pool. The calling
 /// thread starts at once, instead of handing everything to the pool and waiting for a worker to
 /// wake: a worker that is slow to start only takes fewer batches (`par_iter` was 5% slower at
 /// 10,000 and 100,000 functions, measured with the binary's `--time-passes`).
+#[cfg(feature = "parallel")]
 fn run_on_pool(threads: usize, work: impl Fn() + Sync) {
     rayon::in_place_scope(|scope| {
         for _ in 1..threads {
@@ -46,6 +47,30 @@ fn run_on_pool(threads: usize, work: impl Fn() + Sync) {
         }
         work();
     });
+}
+
+/// Without the `parallel` feature there is one thread: `work` runs here, once.
+#[cfg(not(feature = "parallel"))]
+fn run_on_pool(_threads: usize, work: impl Fn() + Sync) {
+    work();
+}
+
+/// The threads of the pool the caller runs on (one without the `parallel` feature).
+fn pool_threads() -> usize {
+    #[cfg(feature = "parallel")]
+    return rayon::current_num_threads();
+    #[cfg(not(feature = "parallel"))]
+    return 1;
+}
+
+#[cfg(feature = "parallel")]
+use rayon::join;
+
+/// `a` then `b`, on this thread (no `parallel` feature).
+#[cfg(not(feature = "parallel"))]
+#[cfg_attr(not(feature = "reader"), allow(dead_code))]
+fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B) -> (A, B) {
+    (a(), b())
 }
 
 /// `f` applied to every item, in order; each thread has its own scratch state from `init`.
@@ -93,7 +118,7 @@ pub fn map_weighted<T: Sync, R: Send, S>(
     let threads = if total < PARALLEL_MIN_WEIGHT || batches.len() < 2 {
         1
     } else {
-        rayon::current_num_threads().min(8)
+        pool_threads().min(8)
     };
     if threads < 2 {
         return map_here(items, init, f);
@@ -159,8 +184,9 @@ fn map_batches<T: Sync, R: Send, S>(
 /// `f` applied to every item, in order, for items that are each a large piece of work (pieces
 /// of a file, each of many functions): every item is a batch of its own, and two items are
 /// enough to use the pool.
+#[cfg_attr(not(any(feature = "reader", feature = "verify")), allow(dead_code))]
 pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = rayon::current_num_threads().min(8).min(items.len());
+    let threads = pool_threads().min(8).min(items.len());
     if threads < 2 {
         return items.iter().map(f).collect();
     }
@@ -185,13 +211,14 @@ pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> V
 
 /// `a` and `b`, on two threads of the pool when `worth_it` (and the pool has two), else one
 /// after the other on the calling thread.
+#[cfg_attr(not(feature = "reader"), allow(dead_code))]
 pub fn join_if<A: Send, B: Send>(
     worth_it: bool,
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    if worth_it && rayon::current_num_threads() > 1 {
-        rayon::join(a, b)
+    if worth_it && pool_threads() > 1 {
+        join(a, b)
     } else {
         (a(), b())
     }

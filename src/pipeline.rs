@@ -4,10 +4,10 @@
 
 use crate::emit::object::{ObjectOptions, ObjectOutput, target_isa, write_object};
 use crate::error::Result;
-use crate::merge::{Mode, PassTimes, merge_module_with};
+use crate::merge::PassTimes;
 use crate::module::ClifModule;
+use crate::pass::{self, MergeOptions};
 use crate::read::{ModuleReader, ReadOptions};
-use crate::similar::SimilarOptions;
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,10 +28,9 @@ impl std::fmt::Debug for PhaseHook {
 /// What the pipeline does after merging.
 #[derive(Clone, Debug, Default)]
 pub struct PipelineOptions {
-    /// What addresses of merged functions must preserve.
-    pub mode: Mode,
-    /// Also merge similar functions (see [`crate::similar`]).
-    pub similar: Option<SimilarOptions>,
+    /// The merge: mode, similar merging, global merging's summary, threads (which the reading
+    /// and verifying of [`run_files`] run on too).
+    pub merge: MergeOptions,
     /// Run every function before and after merging in cranelift-interpreter; a difference is an
     /// error ([`crate::Error::VerifyFailed`]).
     #[cfg(feature = "verify")]
@@ -43,9 +42,6 @@ pub struct PipelineOptions {
     pub size_baseline: bool,
     /// Write the merged module as CLIF text.
     pub emit_clif: bool,
-    /// Global merging's round 2 (see [`crate::global`]): what the other units of the program
-    /// hold. Functions another unit also holds become thunks to shared bodies first.
-    pub summary: Option<crate::global::Summary>,
     /// Told each phase as it starts.
     pub on_phase: Option<PhaseHook>,
 }
@@ -87,6 +83,17 @@ pub fn run_files(
     read_options: ReadOptions,
     options: &PipelineOptions,
 ) -> Result<PipelineOutput> {
+    options
+        .merge
+        .in_pool(|| read_and_run(files, read_options, options))
+}
+
+/// [`run_files`] on the current pool.
+fn read_and_run(
+    files: &[PathBuf],
+    read_options: ReadOptions,
+    options: &PipelineOptions,
+) -> Result<PipelineOutput> {
     let start = Instant::now();
     options.phase("reading");
     let mut reader = ModuleReader::new(read_options);
@@ -99,38 +106,62 @@ pub fn run_files(
     }
     let module = reader.finish()?;
     let read_time = start.elapsed();
-    let mut output = run(module, options)?;
+    let mut output = merge_and_compile(module, options)?;
     output.phases.insert(0, ("read-and-verify", read_time));
     Ok(output)
 }
 
 /// Merges `module`, then verifies, compiles and writes CLIF as `options` say.
-pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<PipelineOutput> {
+///
+/// ```
+/// use clif_merge::pipeline::{PipelineOptions, run};
+/// use clif_merge::{MergeOptions, Mode, ReadOptions, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     function %a(i64) -> i64 {
+///     block0(v0: i64):
+///         v1 = iconst.i64 40
+///         v2 = iadd v0, v1
+///         return v2
+///     }
+///     function %b(i64) -> i64 {
+///     block0(v0: i64):
+///         v1 = iconst.i64 40
+///         v2 = iadd v0, v1
+///         return v2
+///     }
+/// ";
+/// let module = read_module_text(Path::new("two.clif"), text, ReadOptions::default()).unwrap();
+/// let options = PipelineOptions {
+///     merge: MergeOptions { mode: Mode::Thunks, ..MergeOptions::default() },
+///     emit_clif: true,
+///     ..PipelineOptions::default()
+/// };
+/// let out = run(module, &options).unwrap();
+/// assert_eq!(out.report.merged, 1);
+/// // In thunks mode `%b` stays, as a thunk calling `%a`.
+/// assert!(out.clif.unwrap().contains("call fn0(v0)"));
+/// ```
+pub fn run(module: ClifModule, options: &PipelineOptions) -> Result<PipelineOutput> {
+    options.merge.in_pool(|| merge_and_compile(module, options))
+}
+
+/// [`run`] on the current pool.
+fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Result<PipelineOutput> {
     let mut phases = Vec::new();
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let global_start = Instant::now();
-    if options.summary.is_some() {
-        options.phase("global merging");
-    }
-    let global = options.summary.as_ref().map(|summary| {
-        crate::global::merge_with_summary(&mut module, summary, options.similar.as_ref())
-    });
-    let global_time = global_start.elapsed();
-    options.phase("merging");
-    let (mut report, pass_times) =
-        merge_module_with(&mut module, options.mode, options.similar.as_ref());
-    if global.is_some() {
+    let merged = pass::run(&mut module, &options.merge, |phase| options.phase(phase));
+    let (report, pass_times) = (merged.report, merged.times);
+    if let Some(global_time) = merged.global {
         phases.push(("global", global_time));
-    }
-    if let Some(global) = global {
-        report.add_global(global);
     }
     phases.push(("hash", pass_times.hashing));
     phases.push(("compare", pass_times.comparing));
     phases.push(("merge", pass_times.merging));
-    if options.similar.is_some() {
+    if options.merge.similar.is_some() {
         phases.push(("similar", pass_times.similar));
     }
 
@@ -154,7 +185,7 @@ pub fn run(mut module: ClifModule, options: &PipelineOptions) -> Result<Pipeline
         Some(object_options) => {
             options.phase("compiling");
             let start = Instant::now();
-            let summary = options.summary.as_ref();
+            let summary = options.merge.summary.as_ref();
             let object = compile(&module, &report, unmerged.as_ref(), summary, object_options)?;
             phases.push(("compile-and-object", start.elapsed()));
             Some(object)
@@ -202,6 +233,7 @@ fn compile(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Mode;
     use std::sync::Mutex;
 
     /// The hook hears every phase that runs, once, in order, and none that does not.
@@ -225,8 +257,11 @@ mod tests {
         };
         let summary = crate::global::Summary::default();
         let options = PipelineOptions {
+            merge: MergeOptions {
+                summary: Some(summary),
+                ..MergeOptions::default()
+            },
             object: Some(object),
-            summary: Some(summary),
             on_phase: Some(hook),
             ..Default::default()
         };

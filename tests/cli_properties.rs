@@ -923,4 +923,40 @@ fn a_large_file_is_read_in_pieces_with_the_same_module_and_errors() {
         );
         assert!(!dir.path().join("never.o").exists());
     }
+    // Verifier errors in two pieces, checked on different threads: the first in the file is
+    // reported. A parse error after a verifier error is reported instead (the reader's errors
+    // come first, as when the file is read whole).
+    let verifier_error = |i: usize| funcs[i].replacen("iconst.i32", "iconst.i64", 1);
+    let mut two = funcs.clone();
+    two[1_000] = verifier_error(1_000);
+    two[4_000] = verifier_error(4_000);
+    let mut then_parse = funcs.clone();
+    then_parse[1_000] = verifier_error(1_000);
+    then_parse[4_000] = then_parse[4_000].replacen("iadd v", "bogus_op v", 1);
+    for (broken, function, message) in [
+        (two, 1_000, "verifier"),
+        (then_parse, 4_000, "Unknown opcode"),
+    ] {
+        let text = broken.join("\n");
+        write(dir.path(), "broken.clif", &text);
+        let run = run_in(dir.path(), &["broken.clif", "--threads", "2"]);
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        let start = text[..text.find(&format!("%f{function}(")).unwrap()]
+            .lines()
+            .count();
+        let lines = start..start + broken[function].lines().count();
+        let line: usize = run
+            .stderr
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            lines.contains(&line) && run.stderr.contains(message),
+            "expected {message} in function {function}: {}",
+            run.stderr
+        );
+    }
 }

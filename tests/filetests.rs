@@ -3,7 +3,7 @@
 //! runs one file (any substring of the name selects; `--exact` for exactly one).
 //!
 //! A file starts with `test merge` and options (`mode=safe|aliases|thunks`,
-//! `default-linkage=export|hidden|local|preemptible`). The whole file is one module; it is
+//! `default-linkage=export|hidden|local|preemptible`, `similar` for `--similar`). The whole file is one module; it is
 //! merged, and the `; check:`, `; nextln:`, `; not:`, ... directives of its comment lines are
 //! checked (with the `filecheck` crate) against the text report followed by the `--emit-clif`
 //! output. The emitted CLIF must also read back and verify.
@@ -12,12 +12,13 @@
 mod files;
 
 use clif_merge::read::{ReadOptions, read_module_text};
-use clif_merge::{Mode, SymbolLinkage, emit, merge_module, report};
+use clif_merge::{Mode, SimilarOptions, SymbolLinkage, emit, merge_module_with, report};
 use std::path::Path;
 
 struct TestOptions {
     mode: Mode,
     default_linkage: SymbolLinkage,
+    similar: bool,
 }
 
 fn parse_test_line(text: &str) -> Result<TestOptions, String> {
@@ -33,6 +34,7 @@ fn parse_test_line(text: &str) -> Result<TestOptions, String> {
     let mut options = TestOptions {
         mode: Mode::Safe,
         default_linkage: SymbolLinkage::Export,
+        similar: false,
     };
     for word in words {
         match word.split_once('=') {
@@ -43,6 +45,7 @@ fn parse_test_line(text: &str) -> Result<TestOptions, String> {
                 options.default_linkage =
                     SymbolLinkage::from_keyword(l).ok_or(format!("unknown linkage `{l}`"))?
             }
+            None if word == "similar" => options.similar = true,
             _ => return Err(format!("unknown option `{word}`")),
         }
     }
@@ -57,7 +60,8 @@ fn run_file(path: &Path, text: &str) -> Result<String, String> {
         verify: true,
     };
     let mut module = read_module_text(path, text, read_options).map_err(|e| e.to_string())?;
-    let (merge_report, _) = merge_module(&mut module, options.mode);
+    let similar = options.similar.then(SimilarOptions::default);
+    let (merge_report, _) = merge_module_with(&mut module, options.mode, similar.as_ref());
     let clif = emit::module_to_clif(&module);
     // The output must be CLIF that reads back and verifies, directives included, and every
     // function must read back as exactly the function that was written.

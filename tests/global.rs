@@ -8,7 +8,9 @@
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target};
 use clif_merge::global::Summary;
 use clif_merge::pipeline::{self, PipelineOptions};
-use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, read_files, read_module_text};
+use clif_merge::{
+    ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_files, read_module_text,
+};
 use object::{Object as _, ObjectComdat as _, ObjectSection as _, ObjectSymbol as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,10 +82,13 @@ fn build_with(
     similar: Option<&SimilarOptions>,
 ) -> Vec<u8> {
     let options = PipelineOptions {
-        mode,
+        merge: MergeOptions {
+            mode,
+            summary: summary.cloned(),
+            similar: similar.cloned(),
+            ..MergeOptions::default()
+        },
         object: Some(object_options(triple, mode)),
-        summary: summary.cloned(),
-        similar: similar.cloned(),
         ..Default::default()
     };
     let out = pipeline::run(unit.clone(), &options).expect("round 2");

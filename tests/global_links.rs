@@ -30,7 +30,9 @@ mod split;
 use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
 use clif_merge::global::Summary;
 use clif_merge::pipeline::{self, PipelineOptions};
-use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, read_files, read_module_text};
+use clif_merge::{
+    ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_files, read_module_text,
+};
 use link::Toolchain;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -297,9 +299,12 @@ fn build_objects(tc: &Toolchain, build: &Build, fresh: Option<&[Vec<u8>]>) -> Ve
             Some(fresh) if build.reuse[k] => fresh[k].clone(),
             _ => {
                 let options = PipelineOptions {
-                    mode: build.mode,
-                    similar: build.similar.clone(),
-                    summary: build.summary.clone(),
+                    merge: MergeOptions {
+                        mode: build.mode,
+                        similar: build.similar.clone(),
+                        summary: build.summary.clone(),
+                        ..MergeOptions::default()
+                    },
                     object: Some(object_options(tc, build.mode, isa, true)),
                     ..Default::default()
                 };

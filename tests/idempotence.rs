@@ -17,7 +17,9 @@
 mod common;
 
 use clif_merge::pipeline::{PipelineOptions, run};
-use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, SymbolLinkage, read_module_text};
+use clif_merge::{
+    ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, SymbolLinkage, read_module_text,
+};
 use common::generator::pseudo_random_choices;
 use common::modgen::{ModGenConfig, generate_module};
 use std::fmt::Write as _;
@@ -61,8 +63,11 @@ fn merge(
     similar: &Option<SimilarOptions>,
 ) -> (String, String, usize) {
     let options = PipelineOptions {
-        mode,
-        similar: similar.clone(),
+        merge: MergeOptions {
+            mode,
+            similar: similar.clone(),
+            ..MergeOptions::default()
+        },
         emit_clif: true,
         ..Default::default()
     };

@@ -2,7 +2,7 @@
 //! right) and an object (every exported symbol present). Functions are built with
 //! cranelift-frontend, as embedders build them.
 
-use clif_merge::MergingModule;
+use clif_merge::{Action, MergeOptions, MergingModule, Mode};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
 use cranelift_codegen::settings::{self, Configurable};
@@ -377,7 +377,11 @@ fn deferred_similar_merges_functions_that_differ_in_constants_and_every_func_id_
         min_saving: i64::MIN,
         ..Default::default()
     };
-    let mut module = MergingModule::deferred_similar(jit(), similar);
+    let options = MergeOptions {
+        similar: Some(similar),
+        ..MergeOptions::default()
+    };
+    let mut module = MergingModule::with_options(jit(), options);
     let a = declare(&mut module, "a", Linkage::Export);
     let b = declare(&mut module, "b", Linkage::Local);
     let c = declare(&mut module, "c", Linkage::Export);
@@ -411,6 +415,8 @@ fn deferred_similar_removes_a_private_copy_and_its_callers_still_run() {
         min_saving: i64::MIN,
         ..Default::default()
     };
+    // The constructor `with_options` replaced: it still compiles and merges as before.
+    #[allow(deprecated)]
     let mut module = MergingModule::deferred_similar(jit(), similar);
     let a = declare(&mut module, "pa", Linkage::Preemptible);
     let b = declare(&mut module, "pb", Linkage::Preemptible);
@@ -432,6 +438,98 @@ fn deferred_similar_removes_a_private_copy_and_its_callers_still_run() {
     assert_eq!(call(&jit, a, 4), 13);
     assert_eq!(call(&jit, b, 4), 13);
     assert_eq!(call(&jit, d, 4), 21);
+}
+
+/// Two exported duplicates and a local one, merged under `mode` by `with_options`: what the
+/// report says each became, and what every `FuncId` computes.
+fn merge_under(mode: Mode) -> Vec<(String, Action)> {
+    let options = MergeOptions {
+        mode,
+        ..MergeOptions::default()
+    };
+    let mut module = MergingModule::with_options(jit(), options);
+    let a = declare(&mut module, "a", Linkage::Export);
+    let b = declare(&mut module, "b", Linkage::Export);
+    let c = declare(&mut module, "c", Linkage::Local);
+    for id in [a, b, c] {
+        mul3(&mut module, id);
+    }
+    let (mut jit, report) = module.finish().unwrap();
+    jit.finalize_definitions().unwrap();
+    for id in [a, b, c] {
+        assert_eq!(call(&jit, id, 4), 13, "every FuncId runs under {mode:?}");
+    }
+    assert_eq!(report.classes.len(), 1, "{report:?}");
+    assert_eq!(report.classes[0].kept.to_string(), "u0:0");
+    report.classes[0]
+        .replaced
+        .iter()
+        .map(|r| (r.name.to_string(), r.by))
+        .collect()
+}
+
+#[test]
+fn with_options_merges_under_the_mode_it_is_given() {
+    let thunk_b = ("u0:1".to_owned(), Action::Thunk);
+    let removed_c = ("u0:2".to_owned(), Action::Removed);
+    assert_eq!(merge_under(Mode::Safe), [thunk_b.clone(), removed_c]);
+    // Aliases: the report says alias; the inner module gets thunks (it has no aliases).
+    let aliases = merge_under(Mode::Aliases);
+    assert_eq!(
+        aliases[0],
+        ("u0:1".to_owned(), Action::Alias),
+        "{aliases:?}"
+    );
+    // Thunks: nothing is removed, the local duplicate included.
+    assert_eq!(
+        merge_under(Mode::Thunks),
+        [thunk_b, ("u0:2".to_owned(), Action::Thunk)]
+    );
+}
+
+#[test]
+fn with_options_default_merges_as_deferred_does() {
+    let run = |mut module: MergingModule<JITModule>| {
+        let a = declare(&mut module, "a", Linkage::Export);
+        let b = declare(&mut module, "b", Linkage::Local);
+        let c = declare(&mut module, "c", Linkage::Export);
+        mul3(&mut module, a);
+        mul3(&mut module, b);
+        caller(&mut module, c, b);
+        let (_, report) = module.finish().unwrap();
+        report
+    };
+    let deferred = run(MergingModule::deferred(jit()));
+    let with_options = run(MergingModule::with_options(jit(), MergeOptions::default()));
+    assert_eq!(deferred.merged, 1);
+    assert_eq!(format!("{deferred:?}"), format!("{with_options:?}"));
+    // Threads change nothing but the pool the merge runs on.
+    let two_threads = MergeOptions {
+        threads: std::num::NonZeroUsize::new(2),
+        ..MergeOptions::default()
+    };
+    let threaded = run(MergingModule::with_options(jit(), two_threads));
+    assert_eq!(format!("{deferred:?}"), format!("{threaded:?}"));
+}
+
+#[test]
+fn with_options_refuses_a_summary_at_finish_and_hands_the_module_back() {
+    let options = MergeOptions {
+        summary: Some(clif_merge::global::Summary::default()),
+        ..MergeOptions::default()
+    };
+    let mut module = MergingModule::with_options(jit(), options);
+    let a = declare(&mut module, "a", Linkage::Export);
+    mul3(&mut module, a);
+    let failure = module.try_finish().err().expect("a summary is refused");
+    assert!(
+        matches!(
+            failure.error,
+            clif_merge::FinishError::Merge(clif_merge::Error::Unsupported(_))
+        ),
+        "{failure}"
+    );
+    assert_eq!(failure.undefined, [a]);
 }
 
 /// The object path on aarch64: `MergingModule::deferred(ObjectModule)` for

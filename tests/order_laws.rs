@@ -29,7 +29,7 @@ use common::generator::{
     random_signature,
 };
 use common::mutate::{ALL_KINDS, Kind, mutate_one_field, renumber};
-use cranelift_codegen::ir::{ExternalName, Function, UserFuncName};
+use cranelift_codegen::ir::{ExternalName, Function, Inst, Opcode, UserFuncName, ValueDef};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use std::cell::Cell;
@@ -692,8 +692,38 @@ fn merge_with_similar(a: &Function, b: &Function) -> bool {
     report.merged > 0
 }
 
+/// Whether `m` is `base` with operands changed (swapped or replaced) only where both the old and
+/// the new operand are constants: with similar merging each use of a constant is a hole, so that
+/// is a change of constants, not of data flow.
+fn changes_only_constant_operands(base: &Function, m: &Function) -> bool {
+    let constant = |f: &Function, v| match f.dfg.value_def(f.dfg.resolve_aliases(v)) {
+        ValueDef::Result(inst, _) => matches!(
+            f.dfg.insts[inst].opcode(),
+            Opcode::Iconst | Opcode::F32const | Opcode::F64const
+        ),
+        _ => false,
+    };
+    let insts = |f: &Function| -> Vec<Inst> {
+        (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b).collect::<Vec<_>>())
+            .collect()
+    };
+    let (a, b) = (insts(base), insts(m));
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(&i, &j)| {
+            let (x, y) = (base.dfg.inst_args(i), m.dfg.inst_args(j));
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(&u, &v)| {
+                    base.dfg.resolve_aliases(u) == m.dfg.resolve_aliases(v)
+                        || (constant(base, u) && constant(m, v))
+                })
+        })
+}
+
 /// Mutations of every kind that may not become a parameter never merge, with similar merging;
-/// integer and float constants do (the law is not vacuous).
+/// integer and float constants do (the law is not vacuous), and so may a swap or replacement of
+/// constant operands (each use of a constant is a hole) and a callee's name (a callee of the
+/// same signature, an import or a module function, is a parameter).
 #[test]
 fn with_similar_merging_only_constants_may_differ() {
     let merged_constants = Cell::new(0usize);
@@ -711,7 +741,13 @@ fn with_similar_merging_only_constants_may_differ() {
             }
             applied.set(applied.get() + 1);
             let merged = merge_with_similar(&base, &m);
-            if matches!(kind, Kind::IntImmediate | Kind::FloatImmediate) {
+            let constants_only = matches!(kind, Kind::SwapOperands | Kind::Operand)
+                && changes_only_constant_operands(&base, &m);
+            let may_merge = matches!(
+                kind,
+                Kind::IntImmediate | Kind::FloatImmediate | Kind::CalleeName
+            );
+            if may_merge || constants_only {
                 merged_constants.set(merged_constants.get() + merged as usize);
             } else {
                 prop_assert!(!merged, "{:?} mutation merged\n{}", kind, show(&base, &m));

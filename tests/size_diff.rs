@@ -10,7 +10,7 @@ mod common;
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::pipeline::{PipelineOptions, run};
 use clif_merge::sizes::{PADDING_ROW, diff_objects};
-use clif_merge::{ClifModule, Mode};
+use clif_merge::{ClifModule, MergeOptions, Mode};
 use common::generator::pseudo_random_choices;
 use common::modgen::{ModGenConfig, generate_module};
 use std::collections::BTreeMap;
@@ -44,7 +44,10 @@ fn before_and_after(
     };
     let before = write_object(module, 0, &unmerged).unwrap().bytes;
     let pipeline = PipelineOptions {
-        mode,
+        merge: MergeOptions {
+            mode,
+            ..MergeOptions::default()
+        },
         object: Some(options),
         ..Default::default()
     };

@@ -17,7 +17,7 @@ mod common;
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target};
 use clif_merge::pipeline::{PipelineOptions, PipelineOutput, run};
 use clif_merge::sizes::{EntrySizes, SizeAttribution};
-use clif_merge::{ClifModule, Mode, SimilarOptions};
+use clif_merge::{ClifModule, MergeOptions, Mode, SimilarOptions};
 use common::generator::pseudo_random_choices;
 use common::modgen::{ModGenConfig, generate_module};
 use proptest::prelude::*;
@@ -72,8 +72,11 @@ fn every_config() -> Vec<Config> {
 
 fn options(config: Config) -> PipelineOptions {
     PipelineOptions {
-        mode: config.mode,
-        similar: config.similar.then(forced),
+        merge: MergeOptions {
+            mode: config.mode,
+            similar: config.similar.then(forced),
+            ..MergeOptions::default()
+        },
         object: Some(ObjectOptions {
             target: parse_target(config.target).unwrap(),
             opt_level: OptLevel::Speed,
@@ -261,10 +264,8 @@ fn attribution_adds_up_per_unit_of_global_merging() {
     let mut bodies = 0;
     for (k, unit) in units.iter().enumerate() {
         for config in every_config().into_iter().filter(|c| !c.function_sections) {
-            let options = PipelineOptions {
-                summary: Some(summary.clone()),
-                ..options(config)
-            };
+            let mut options = options(config);
+            options.merge.summary = Some(summary.clone());
             let done = run(unit.clone(), &options).unwrap();
             if let Err(e) = check_adds_up(&done, config) {
                 panic!("unit {k}, {config:?}: {e}");

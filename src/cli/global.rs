@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 use clif_merge::global::Summary;
-use clif_merge::{ReadOptions, output};
+use clif_merge::{ReadOptions, SymbolLinkage, output};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,8 +21,8 @@ pub struct SummarizeArgs {
     output: Option<PathBuf>,
 
     /// Linkage of functions that no `; linkage:` directive names.
-    #[arg(long, value_enum, default_value_t = super::LinkageArg::Export, value_name = "KIND")]
-    default_linkage: super::LinkageArg,
+    #[arg(long, value_enum, default_value_t = SymbolLinkage::Export, value_name = "KIND")]
+    default_linkage: SymbolLinkage,
 
     /// Print the time of reading and of summarizing on standard error (`read-and-verify-ms:`,
     /// `summarize-ms:`).
@@ -49,7 +49,7 @@ pub fn summarize(args: &SummarizeArgs) -> Result<()> {
     let outputs: Vec<&Path> = args.output.iter().map(PathBuf::as_path).collect();
     output::check_outputs(&outputs, &files)?;
     let read_options = ReadOptions {
-        default_linkage: args.default_linkage.into(),
+        default_linkage: args.default_linkage,
         verify: true,
     };
     let start = Instant::now();

@@ -15,7 +15,6 @@
 //! [`ENCODING_VERSION`] changes whenever any of this does, or the walk writes a field it did not
 //! (or in another place): a fingerprint or hash from another version means nothing.
 
-use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{AtomicRmwOp, Opcode, Type};
 use std::sync::LazyLock;
@@ -67,12 +66,6 @@ fn all_types() -> Vec<Type> {
         }
     }
     types
-}
-
-/// A type's stable number (see the module docs).
-#[inline]
-pub fn type_number(ty: Type) -> u32 {
-    Tables::get().type_number(ty)
 }
 
 /// The lookup tables, for a hot loop to hold (a table behind a `LazyLock` is checked for
@@ -165,29 +158,10 @@ static FLOAT_CC_NUMBERS: LazyLock<Box<[u32]>> =
     LazyLock::new(|| name_table(FloatCC::all(), |cc| cc as usize));
 static ATOMIC_RMW_NUMBERS: LazyLock<Box<[u32]>> =
     LazyLock::new(|| name_table(AtomicRmwOp::all(), |op| op as usize));
-/// An opcode's stable number.
-#[inline]
-pub fn opcode_number(op: Opcode) -> u32 {
-    Tables::get().opcode_number(op)
-}
-
-/// An integer condition's stable number.
-pub fn int_cc_number(cc: IntCC) -> u32 {
-    Tables::get().int_cc_number(cc)
-}
-
-/// A float condition's stable number.
-pub fn float_cc_number(cc: FloatCC) -> u32 {
-    Tables::get().float_cc_number(cc)
-}
-
-/// An atomic operation's stable number.
-pub fn atomic_rmw_number(op: AtomicRmwOp) -> u32 {
-    Tables::get().atomic_rmw_number(op)
-}
 
 /// A relocation kind's stable number.
-pub fn reloc_number(kind: Reloc) -> u32 {
+#[cfg(feature = "object")]
+pub fn reloc_number(kind: cranelift_codegen::binemit::Reloc) -> u32 {
     fnv1a32(format!("{kind:?}").as_bytes())
 }
 
@@ -203,13 +177,25 @@ mod tests {
 
     #[test]
     fn names_hash_to_distinct_numbers() {
-        assert!(distinct(Opcode::all().iter().map(|&op| opcode_number(op))));
-        assert!(distinct(IntCC::all().iter().map(|&cc| int_cc_number(cc))));
         assert!(distinct(
-            FloatCC::all().iter().map(|&cc| float_cc_number(cc))
+            Opcode::all()
+                .iter()
+                .map(|&op| Tables::get().opcode_number(op))
         ));
         assert!(distinct(
-            AtomicRmwOp::all().iter().map(|&op| atomic_rmw_number(op))
+            IntCC::all()
+                .iter()
+                .map(|&cc| Tables::get().int_cc_number(cc))
+        ));
+        assert!(distinct(
+            FloatCC::all()
+                .iter()
+                .map(|&cc| Tables::get().float_cc_number(cc))
+        ));
+        assert!(distinct(
+            AtomicRmwOp::all()
+                .iter()
+                .map(|&op| Tables::get().atomic_rmw_number(op))
         ));
     }
 
@@ -217,9 +203,11 @@ mod tests {
     fn every_type_has_its_own_number_and_the_table_agrees() {
         let types = all_types();
         assert!(types.len() > 60, "{}", types.len());
-        assert!(distinct(types.iter().map(|&t| type_number(t))));
+        assert!(distinct(
+            types.iter().map(|&t| Tables::get().type_number(t))
+        ));
         for &t in &types {
-            assert_eq!(type_number(t), encode_type(t), "{t}");
+            assert_eq!(Tables::get().type_number(t), encode_type(t), "{t}");
         }
     }
 
@@ -227,12 +215,21 @@ mod tests {
     #[test]
     fn numbers_are_the_documented_ones() {
         use cranelift_codegen::ir::types::*;
-        assert_eq!(type_number(I32), 1 | 5 << 4);
-        assert_eq!(type_number(F64X2), 2 | 6 << 4 | 1 << 8);
-        assert_eq!(opcode_number(Opcode::Iadd), fnv1a32(b"iadd"));
-        assert_eq!(int_cc_number(IntCC::SignedLessThan), fnv1a32(b"slt"));
-        assert_eq!(float_cc_number(FloatCC::Unordered), fnv1a32(b"uno"));
-        assert_eq!(atomic_rmw_number(AtomicRmwOp::Xchg), fnv1a32(b"xchg"));
+        assert_eq!(Tables::get().type_number(I32), 1 | 5 << 4);
+        assert_eq!(Tables::get().type_number(F64X2), 2 | 6 << 4 | 1 << 8);
+        assert_eq!(Tables::get().opcode_number(Opcode::Iadd), fnv1a32(b"iadd"));
+        assert_eq!(
+            Tables::get().int_cc_number(IntCC::SignedLessThan),
+            fnv1a32(b"slt")
+        );
+        assert_eq!(
+            Tables::get().float_cc_number(FloatCC::Unordered),
+            fnv1a32(b"uno")
+        );
+        assert_eq!(
+            Tables::get().atomic_rmw_number(AtomicRmwOp::Xchg),
+            fnv1a32(b"xchg")
+        );
         assert_eq!(fnv1a32(b""), 0x811c_9dc5);
         assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
     }

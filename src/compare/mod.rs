@@ -87,12 +87,15 @@
 //! ([`FingerprintWriter::write_with_holes`]): integer and float constants, `symbol` names, and
 //! callees the resolver marks. A hole writes a tag and its kind instead of the value; the value
 //! goes to [`Fingerprint::holes`]. Two functions whose fingerprints with holes are equal differ
-//! at most in their hole values. The exact order writes no holes.
+//! at most in their hole values. With [`HoleKinds::CONSTANT_USES`], constants are holes where
+//! they are used: the constant instructions are left out and each use of their value writes a
+//! tag (where a value's serial number would be), its kind and type, so that constants Cranelift's
+//! GVN made one value compare as constants kept apart. The exact order writes no holes.
 //!
 //! # Stable encoding
 //!
 //! Tokens use numbers fixed by names, not Cranelift's generated numbering, so that fingerprints
-//! and hashes mean the same in every build ([`encoding`], [`ENCODING_VERSION`]).
+//! and hashes mean the same in every build (`encoding.rs`, [`ENCODING_VERSION`]).
 //!
 //! # Unambiguous encoding
 //!
@@ -101,9 +104,9 @@
 //! fixes the instruction format and so the fields that follow, each variable-length list is
 //! preceded by its length, and each choice (an optional field, a kind of name) by a tag.
 
-pub mod encoding;
-pub mod hash;
-pub mod stable_hash;
+pub(crate) mod encoding;
+pub(crate) mod hash;
+pub(crate) mod stable_hash;
 mod walk;
 
 use crate::module::{FuncName, FunctionId};
@@ -170,6 +173,13 @@ impl HoleKinds {
     pub const SYMBOLS: HoleKinds = HoleKinds(4);
     /// Direct callees, where the resolver answers [`NameKey::Hole`].
     pub const CALLEES: HoleKinds = HoleKinds(8);
+    /// With [`HoleKinds::INT_CONSTANTS`] or [`HoleKinds::FLOAT_CONSTANTS`]: the constants are
+    /// holes where they are *used*, not where they are made. The `iconst` (`f32const`,
+    /// `f64const`) instructions are left out of the walk, and each use of their value is a hole
+    /// of its own (its type, then the value aside), whichever value it is: a function whose two
+    /// equal constants are one value (as GVN leaves them) writes what a function with two
+    /// constants does.
+    pub const CONSTANT_USES: HoleKinds = HoleKinds(16);
 
     /// Both sets.
     pub const fn union(self, other: HoleKinds) -> HoleKinds {
@@ -200,6 +210,10 @@ pub enum Hole {
     Name(FuncName),
     /// A direct callee.
     Callee(FuncName),
+    /// A call of the function itself, where a similar function may call another function of
+    /// the same signature (the walk writes it as a callee; similar merging names it so, so that
+    /// it equals every member's call of itself).
+    SelfCall,
 }
 
 /// A function written as its comparison tokens.
@@ -212,8 +226,10 @@ pub struct Fingerprint {
     /// The values of the holes, in walk order; each left a `HOLE` token and its kind. Empty
     /// unless the fingerprint was written with holes.
     pub holes: Vec<Hole>,
-    /// The instruction each hole is an operand of (one hole per instruction at most), in the
-    /// order of `holes`.
+    /// The instruction each hole is an operand of, in the order of `holes`: one hole per
+    /// instruction, its own immediate or name, except that with [`HoleKinds::CONSTANT_USES`]
+    /// each use of a constant is a hole too (an `Int`/`F32`/`F64` hole whose site is not a
+    /// constant instruction), in the order of the site's value operands.
     pub hole_sites: Vec<cranelift_codegen::ir::Inst>,
 }
 

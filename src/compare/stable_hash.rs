@@ -88,17 +88,6 @@ impl StableHash {
         }
     }
 
-    /// Adds an integer, as its 8 little-endian bytes.
-    pub fn u64(&mut self, x: u64) {
-        self.bytes(&x.to_le_bytes());
-    }
-
-    /// Adds a string, preceded by its length (so that two strings never read as one).
-    pub fn str(&mut self, s: &str) {
-        self.u64(s.len() as u64);
-        self.bytes(s.as_bytes());
-    }
-
     /// The hash.
     pub fn finish(self) -> u128 {
         self.0

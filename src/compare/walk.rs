@@ -20,6 +20,9 @@ const NAME_LIBCALL: u32 = 3;
 const NAME_KNOWN_SYMBOL: u32 = 4;
 const CLASS_REF: u32 = 5;
 const HOLE: u32 = 6;
+/// A use of a constant, with [`HoleKinds::CONSTANT_USES`], where a value's serial number would
+/// be (no function has that many values).
+const CONSTANT_USE: u32 = u32::MAX - 1;
 const GV_VMCTX: u32 = 1;
 const GV_LOAD: u32 = 2;
 const GV_IADD_IMM: u32 = 3;
@@ -174,6 +177,16 @@ impl FingerprintWriter {
     /// correspond block for block and instruction for instruction along this walk. The driver
     /// writes full fingerprints only for functions that share a shape hash.
     pub fn shape_hash(&mut self, func: &Function) -> u64 {
+        self.shape_hash_of::<false>(func)
+    }
+
+    /// [`FingerprintWriter::shape_hash`] without the `iconst`, `f32const` and `f64const`
+    /// instructions: the shape of fingerprints written with [`HoleKinds::CONSTANT_USES`].
+    pub fn shape_hash_without_constants(&mut self, func: &Function) -> u64 {
+        self.shape_hash_of::<true>(func)
+    }
+
+    fn shape_hash_of<const WITHOUT_CONSTANTS: bool>(&mut self, func: &Function) -> u64 {
         let mut h = hash::SEED;
         let sig = &func.signature;
         h = hash::mix(h, u64::from(call_conv_number(sig.call_conv)));
@@ -191,6 +204,16 @@ impl FingerprintWriter {
             h = hash::mix(h, dfg.num_block_params(block) as u64);
             for inst in func.layout.block_insts(block) {
                 let data = &dfg.insts[inst];
+                if WITHOUT_CONSTANTS
+                    && matches!(
+                        data,
+                        InstructionData::UnaryImm { .. }
+                            | InstructionData::UnaryIeee32 { .. }
+                            | InstructionData::UnaryIeee64 { .. }
+                    )
+                {
+                    continue;
+                }
                 h = hash::mix(h, u64::from(self.tables.opcode_number(data.opcode())));
                 for call in data.branch_destination(&dfg.jump_tables, &dfg.exception_tables) {
                     let target = call.block(&dfg.value_lists);
@@ -360,11 +383,64 @@ impl Walk<'_> {
         let count_at = self.w.tokens.len();
         self.push(0);
         let mut count = 0u32;
+        let constant_uses = self.w.hole_kinds.contains(HoleKinds::CONSTANT_USES);
         for inst in self.func.layout.block_insts(block) {
+            if constant_uses && self.constant_hole(inst).is_some() {
+                // Written where its value is used.
+                continue;
+            }
             self.instruction(inst);
             count += 1;
         }
         self.w.tokens[count_at] = count;
+    }
+
+    /// When `inst` makes a constant that is a hole where it is used ([`HoleKinds::CONSTANT_USES`]
+    /// with the constant's kind): that kind and the constant.
+    fn constant_hole(&self, inst: Inst) -> Option<(HoleKinds, Hole)> {
+        let kinds = self.w.hole_kinds;
+        let (kind, hole) = match self.func.dfg.insts[inst] {
+            InstructionData::UnaryImm { imm, .. } => {
+                (HoleKinds::INT_CONSTANTS, Hole::Int(imm.bits() as u64))
+            }
+            InstructionData::UnaryIeee32 { imm, .. } => {
+                (HoleKinds::FLOAT_CONSTANTS, Hole::F32(imm.bits()))
+            }
+            InstructionData::UnaryIeee64 { imm, .. } => {
+                (HoleKinds::FLOAT_CONSTANTS, Hole::F64(imm.bits()))
+            }
+            _ => return None,
+        };
+        kinds
+            .contains(kind.union(HoleKinds::CONSTANT_USES))
+            .then_some((kind, hole))
+    }
+
+    /// A use of `v` (not an alias) when a constant instruction the walk left out makes it: a
+    /// hole of the using instruction, with the constant's type. Says whether it was.
+    fn constant_use(&mut self, v: Value) -> bool {
+        let ir::ValueDef::Result(def, _) = self.func.dfg.value_def(v) else {
+            return false;
+        };
+        let Some((kind, hole)) = self.constant_hole(def) else {
+            return false;
+        };
+        self.push(CONSTANT_USE);
+        self.push(kind.bits());
+        self.push_type(self.func.dfg.value_type(v));
+        match self.w.current_inst {
+            Some(site) => {
+                self.w.holes.push(hole);
+                self.w.hole_sites.push(site);
+            }
+            // Every use is an instruction's operand; were it not, the value is written out.
+            None => match hole {
+                Hole::Int(bits) | Hole::F64(bits) => self.push_u64(bits),
+                Hole::F32(bits) => self.push(bits),
+                _ => unreachable!("a constant hole"),
+            },
+        }
+        true
     }
 
     /// A block met as a branch target (or operand): its serial number; the first time, it is
@@ -390,6 +466,11 @@ impl Walk<'_> {
             Some(sn) => sn,
             None => {
                 let resolved = self.func.dfg.resolve_aliases(v);
+                if self.w.hole_kinds.contains(HoleKinds::CONSTANT_USES)
+                    && self.constant_use(resolved)
+                {
+                    return;
+                }
                 let (sn, _) = self.w.values.number(resolved);
                 if resolved != v {
                     self.w.values.same_as(v, sn);

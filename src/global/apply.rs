@@ -1,7 +1,8 @@
 //! Round 2: a unit's functions whose content another unit also holds become thunks to one
 //! shared body named after that content, which every such unit emits and the linker keeps once.
 
-use super::key::{content_name_hash_of, content_tokens, function_key, walk_weight};
+use super::key::{OwnFunction, content_name_hash_of, content_tokens, function_key, walk_weight};
+use super::report::{GlobalReport, SharedBody};
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::compare::stable_hash::{ContentHash, NameHasher};
@@ -13,40 +14,12 @@ use crate::refs::{FunctionRefs, ModuleRefs};
 use crate::similar::SimilarOptions;
 use cranelift_codegen::ir::Function;
 use rustc_hash::FxHashSet;
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A body smaller than this many instructions is not worth a thunk in every unit.
 pub const MIN_INSTRUCTIONS: usize = 2;
 
-/// One shared body a unit emits, and its own functions that became thunks to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SharedBody {
-    /// The shared body's name (`%clifmerge_<content key>`).
-    pub shared: FuncName,
-    /// Parameters the shared body takes (0: the members are equal).
-    pub parameters: usize,
-    /// This unit's functions that became thunks to it, by name.
-    pub members: Vec<FuncName>,
-}
-
-/// What round 2 did to a unit.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GlobalReport {
-    /// Functions of the summary (all units).
-    pub summary_functions: usize,
-    /// The shared bodies, by name.
-    pub shared: Vec<SharedBody>,
-}
-
-impl GlobalReport {
-    /// This unit's functions that became thunks to a shared body.
-    pub fn members(&self) -> usize {
-        self.shared.iter().map(|s| s.members.len()).sum()
-    }
-}
-
-/// The name of the shared body of `func`'s content ([`super::key::content_name_hash`]).
+/// The name of the shared body of `func`'s content (`key::content_name_hash`).
 pub fn shared_name(func: &Function) -> FuncName {
     name_of_content(super::key::content_name_hash(
         &mut FingerprintWriter::new(),
@@ -167,14 +140,6 @@ pub fn merge_with_summary(
     }
     report.shared.sort_by(|a, b| a.shared.cmp(&b.shared));
     report
-}
-
-/// A function of the unit that may be shared: its content keys, parameter key and hole values.
-pub(super) struct OwnFunction {
-    pub(super) id: FunctionId,
-    pub(super) key: u128,
-    pub(super) self_by_name: Option<u128>,
-    pub(super) param: Option<super::summary::ParamRecord>,
 }
 
 /// A function of the unit that becomes a thunk to a shared body without parameters.

@@ -109,6 +109,7 @@ fn callee_blind_key(e: &ProgramEntry) -> u128 {
             Hole::F32(bits) => h.u64(u64::from(*bits)),
             Hole::Name(name) => crate::global::key::hash_name(&mut h, name),
             Hole::Callee(_) => h.u64(u64::MAX),
+            Hole::SelfCall => h.u64(u64::MAX - 1),
         }
     }
     h.finish()
@@ -136,6 +137,7 @@ fn class_fingerprint(
             Hole::F32(bits) => fp.tokens.extend([2, *bits]),
             Hole::F64(bits) => fp.tokens.extend([3, *bits as u32, (*bits >> 32) as u32]),
             Hole::Name(name) => push_name(&mut fp.tokens, 4, name),
+            Hole::SelfCall => fp.tokens.push(6),
         }
     }
     fp

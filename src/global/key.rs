@@ -13,7 +13,6 @@
 //! bodies never get one name short of a BLAKE3 collision, which nobody can make. Both are the
 //! same in every unit, on every machine and in every build of one `ENCODING_VERSION`.
 
-use super::summary::ParamRecord;
 use crate::compare::stable_hash::{ContentHash, GroupingHash, NameHasher};
 use crate::compare::{
     ENCODING_VERSION, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
@@ -129,6 +128,7 @@ fn key_with_holes(param_key: u128, holes: &[Hole]) -> u128 {
                 h.u64(5);
                 hash_name(&mut h, name);
             }
+            Hole::SelfCall => h.u64(6),
         }
     }
     h.finish()
@@ -189,4 +189,21 @@ pub fn content_name_hash_of(tokens: &[u32]) -> u128 {
         h.bytes(&t.to_le_bytes());
     }
     h.finish()
+}
+
+/// A function's fingerprint with holes, as a summary records it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ParamRecord {
+    /// The 128-bit hash of the fingerprint's tokens (holes as placeholders).
+    pub key: u128,
+    /// The value of each hole, in walk order.
+    pub holes: Vec<Hole>,
+}
+
+/// A function of the unit that may be shared: its content keys, parameter key and hole values.
+pub(super) struct OwnFunction {
+    pub(super) id: FunctionId,
+    pub(super) key: u128,
+    pub(super) self_by_name: Option<u128>,
+    pub(super) param: Option<ParamRecord>,
 }

@@ -5,7 +5,7 @@
 //! # The flow
 //!
 //! 1. *Summarize* each unit ([`Summary::of_module`]): per defined function, a stable 128-bit key
-//!    of its content ([`key`]), its linkage and whether its address is taken.
+//!    of its content (`key.rs`), its linkage and whether its address is taken.
 //! 2. *Combine* the summaries ([`Summary::combine`]): a sorted union, the same bytes whatever the
 //!    order and grouping of its inputs, so a build system may combine in a tree.
 //! 3. *Merge each unit knowing the others* ([`merge_with_summary`], then the usual merge): a
@@ -52,14 +52,15 @@
 
 mod apply;
 mod classes;
-pub mod key;
+pub(crate) mod key;
 mod params;
+mod report;
 pub mod summary;
 
 #[cfg(test)]
 mod tests;
 
-pub use apply::{
-    GlobalReport, MIN_INSTRUCTIONS, SharedBody, merge_with_summary, shared_name, shared_symbol,
-};
-pub use summary::{ParamRecord, SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};
+pub use apply::{MIN_INSTRUCTIONS, merge_with_summary, shared_name, shared_symbol};
+pub use key::ParamRecord;
+pub use report::{GlobalReport, SharedBody};
+pub use summary::{SUMMARY_VERSION, Summary, SummaryEntry, SummaryError};

@@ -18,8 +18,9 @@
 //! - a group is shared when its parameters fit the argument registers and the cost model says
 //!   it pays (`thunks` = every function of the group, in all units).
 
-use super::apply::{OwnFunction, SharedBody};
 use super::classes::{ProgramEntry, program_classes};
+use super::key::OwnFunction;
+use super::report::SharedBody;
 use super::summary::Summary;
 use crate::compare::{Fingerprint, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, FunctionId};

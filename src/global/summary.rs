@@ -11,7 +11,7 @@
 //! The first line names the format and its version ([`SUMMARY_VERSION`]), the second the
 //! comparison encoding the keys were computed with ([`crate::compare::ENCODING_VERSION`]). Then
 //! one line per defined function, sorted by name and then by the rest of the line, no line twice:
-//! `f`, the function's content key ([`super::key`]), its linkage, `a` when its address is
+//! `f`, the function's content key (`global/key.rs`), its linkage, `a` when its address is
 //! taken in its unit (`-` otherwise), and its name as CLIF writes it; then, for a function that
 //! calls itself, `r` and its content key with those calls written as calls of its name (the key
 //! of a copy of it in another unit that calls it); then, for a function that
@@ -22,7 +22,7 @@
 //! ends (`\r\n` reads the same), holds no paths, times or machine facts, and is the same for the same units on every
 //! machine and in every build with these two versions.
 
-use super::key::{FunctionKey, function_key, walk_weight};
+use super::key::{FunctionKey, ParamRecord, function_key, walk_weight};
 use crate::compare::{ENCODING_VERSION, FingerprintWriter, Hole};
 use crate::module::{ClifModule, FuncName, SymbolLinkage};
 use crate::parallel;
@@ -48,19 +48,10 @@ pub struct SummaryEntry {
     /// Whether its address is taken in its unit.
     pub address_taken: bool,
     /// For a function that calls itself: its content key with those calls written as calls of
-    /// its name ([`FunctionKey::self_by_name`](super::key::FunctionKey)).
+    /// its name (`FunctionKey::self_by_name` in `global/key.rs`).
     pub self_by_name: Option<u128>,
     /// Its parameter key and hole values, when it may share a body with parameters.
     pub param: Option<ParamRecord>,
-}
-
-/// A function's fingerprint with holes, as a summary records it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ParamRecord {
-    /// The 128-bit hash of the fingerprint's tokens (holes as placeholders).
-    pub key: u128,
-    /// The value of each hole, in walk order.
-    pub holes: Vec<Hole>,
 }
 
 /// The functions of one or more units (see the module docs).
@@ -263,6 +254,7 @@ fn write_hole(text: &mut String, hole: &Hole) {
         Hole::F64(bits) => write!(text, "d{bits:x}"),
         Hole::Name(name) => write!(text, "n{name}"),
         Hole::Callee(name) => write!(text, "c{name}"),
+        Hole::SelfCall => write!(text, "s"),
     }
     .unwrap();
 }
@@ -277,6 +269,7 @@ fn parse_hole(word: &str) -> Result<Hole, String> {
         "d" => Hole::F64(u64::from_str_radix(rest, 16).map_err(|_| bad())?),
         "n" => Hole::Name(name()?),
         "c" => Hole::Callee(name()?),
+        "s" if rest.is_empty() => Hole::SelfCall,
         _ => return Err(bad()),
     })
 }

@@ -22,6 +22,11 @@ pub struct ExtraArgument {
     /// For a [`Hole::Callee`], the callee's signature: the address is taken with `func_addr`
     /// of a declaration with this signature.
     pub signature: Option<Signature>,
+    /// For a [`Hole::Callee`], whether that declaration is `colocated` (the address is
+    /// PC-relative). A module function's is; an import's is what the member's call declared
+    /// (otherwise a GOT load under PIC: a PC-relative address of a function in another shared
+    /// object would not link).
+    pub colocated: bool,
 }
 
 /// Why a call could not be rewritten.
@@ -38,7 +43,9 @@ pub enum CallSiteError {
 
 /// Rewrites the direct call `inst` of `func` into a call of `callee`, whose signature is
 /// `signature`, passing the call's own arguments followed by `extra`, each materialized just
-/// before the call. The results stay the call's results.
+/// before the call. The results stay the call's results. (Similar merging rewrites whole
+/// functions instead; this one call at a time is what the tests check the building blocks with.)
+#[cfg(test)]
 pub fn call_with_extra_arguments(
     func: &mut Function,
     inst: Inst,
@@ -87,7 +94,7 @@ pub fn call_with_extra_arguments(
 }
 
 /// Makes the declaration `func_ref` of `func` name `callee`, of signature `signature`, and every
-/// call through it pass `extra` after its own arguments: [`call_with_extra_arguments`] for
+/// call through it pass `extra` after its own arguments: `call_with_extra_arguments` for
 /// every call of one declaration at once, leaving no declaration of the old callee behind (an
 /// unused declaration would still be an undefined symbol of the object). Every use of
 /// `func_ref` must be a `call` or a `return_call`; nothing is changed otherwise.
@@ -173,10 +180,13 @@ pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Valu
             let callee = pos.func.import_function(ExtFuncData {
                 name,
                 signature,
-                colocated: true,
+                colocated: arg.colocated,
                 patchable: false,
             });
             pos.ins().func_addr(arg.ty, callee)
+        }
+        Hole::SelfCall => {
+            unreachable!("a member passes its own name as Hole::Callee for a call of itself")
         }
     }
 }
@@ -227,16 +237,19 @@ mod tests {
                 ty: I64,
                 value: Hole::Int(7),
                 signature: None,
+                colocated: true,
             },
             ExtraArgument {
                 ty: F64,
                 value: Hole::F64(2.5f64.to_bits()),
                 signature: None,
+                colocated: true,
             },
             ExtraArgument {
                 ty: I64,
                 value: Hole::Name(FuncName::parse("%table").unwrap()),
                 signature: None,
+                colocated: true,
             },
         ];
         let shared = FuncName::parse("%shared").unwrap();
@@ -275,6 +288,7 @@ mod tests {
             ty: I64,
             value: Hole::Int(1),
             signature: None,
+            colocated: true,
         }];
         let before = func.display().to_string();
         let wrong = shared_signature(&[I32, I32]);

@@ -28,7 +28,7 @@
 //! 1. Fingerprint every function once. A call to a module function that may be redirected leaves
 //!    a *class reference*; everything else is compared by identity (see [`ModuleResolver`]).
 //!    What every function refers to is found once ([`crate::refs`]) and read by every step.
-//! 2. `fn_tree` (in [`crate::partition`], shared with machine-code folding): an ordered set keyed by (hash, fingerprint tokens), class references
+//! 2. `fn_tree` (in `crate::partition`, shared with machine-code folding): an ordered set keyed by (hash, fingerprint tokens), class references
 //!    ignored. Functions with the same key form the first classes; lookup is O(log N), and most
 //!    comparisons end at the hash.
 //! 3. `deferred`: a worklist of classes to split. A class splits by the classes of its members'
@@ -49,10 +49,10 @@
 //! - The result does not depend on the order of functions in the input.
 
 mod apply;
-pub mod callsite;
+pub(crate) mod callsite;
 pub mod frame;
-pub mod plan;
-pub mod policy;
+pub(crate) mod plan;
+pub(crate) mod policy;
 mod report;
 mod resolve;
 pub mod thunk;
@@ -74,8 +74,10 @@ pub use report::{MergeReport, MergedClass, Replacement};
 use resolve::DeclaredResolver;
 pub use resolve::ModuleResolver;
 
-/// What the addresses of merged functions must preserve.
+/// What the addresses of merged functions must preserve. With the `cli` feature, also a
+/// [`clap::ValueEnum`] (the command line's `--mode`), each variant's first line its help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Mode {
     /// Every symbol keeps a distinct address: a merged function that others may reach or whose
     /// address is taken becomes a thunk; a local one nobody takes the address of is removed.

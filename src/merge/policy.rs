@@ -74,6 +74,7 @@ pub enum AllPreemptible {
     /// Copy the body under a new local name; every member is replaced (the IR merge).
     PrivateCopy,
     /// Keep the first member's body; the others become aliases of it, never thunks (folding).
+    #[cfg_attr(not(feature = "object"), allow(dead_code))]
     AliasesOnly,
 }
 

@@ -3,6 +3,7 @@
 
 use super::plan::MergePlan;
 use super::policy::Action;
+use crate::compare::Hole;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::parallel;
 use cranelift_entity::EntityRef;
@@ -206,6 +207,17 @@ impl MergeReport {
                 for group in self.similar.iter_mut().flatten() {
                     if group.shared == r.name {
                         group.shared = kept.clone();
+                    }
+                    // A removed member's value may name a function this round removed (no
+                    // instruction took its address: the member had no callers left to pass
+                    // it). A stand-in for the member passes the function that does its work.
+                    let values = (group.members.iter_mut()).flat_map(|m| &mut m.arguments);
+                    for argument in values {
+                        if let Hole::Callee(name) | Hole::Name(name) = &mut argument.value
+                            && *name == r.name
+                        {
+                            *name = kept.clone();
+                        }
                     }
                 }
             }

@@ -15,7 +15,6 @@ use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::verifier::VerifierErrors;
 use cranelift_reader::IsaSpec;
-use std::sync::OnceLock;
 
 /// Whether `opcode` is one the verifier checks only against an ISA.
 pub fn needs_isa(opcode: Opcode) -> bool {
@@ -50,8 +49,9 @@ pub fn verify_clif(func: &Function, isa: Option<&dyn TargetIsa>) -> Result<(), V
 
 /// The host's ISA, with the settings `-o` compiles with by default; None when objects cannot
 /// be written for the host.
+#[cfg(feature = "object")]
 pub fn host_isa() -> Option<OwnedTargetIsa> {
-    static HOST: OnceLock<Option<OwnedTargetIsa>> = OnceLock::new();
+    static HOST: std::sync::OnceLock<Option<OwnedTargetIsa>> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         use crate::emit::object::{ObjectOptions, host_target, target_isa};
         let options = ObjectOptions {
@@ -65,6 +65,13 @@ pub fn host_isa() -> Option<OwnedTargetIsa> {
         target_isa(&options).ok()
     })
     .clone()
+}
+
+/// Without the `object` feature there is no object target to take the settings of: functions
+/// that need an ISA are verified without one.
+#[cfg(not(feature = "object"))]
+pub fn host_isa() -> Option<OwnedTargetIsa> {
+    None
 }
 
 /// The shared settings a file's `set` lines give, as `(name, value)`: every name a `set` line

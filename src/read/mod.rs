@@ -168,38 +168,31 @@ impl ModuleReader {
         }
         // A large file is parsed in pieces and every function checked on its own, in parallel;
         // the first error in file order is the one reported, as when checking one by one.
-        let (pieces, isa_spec) = parse_functions(file, text, pieces)?;
-        let verify_each = self.options.verify;
-        // Built once, by the first function that needs it.
-        let file_isa = std::sync::OnceLock::new();
-        let isa = || {
-            file_isa
-                .get_or_init(|| self.file_isa(file, text, isa_spec.as_ref()))
-                .clone()
-        };
-        let all: Vec<(&(Function, Details), usize)> = pieces
-            .iter()
-            .flat_map(|p| p.functions.iter().map(|f| (f, p.offset)))
-            .collect();
-        let checked = crate::parallel::map_weighted(
-            &all,
-            |((func, _), _)| func.dfg.num_insts(),
-            || (),
-            |_, _, &(parsed, offset)| {
-                let checks = Checks {
-                    verify: verify_each,
-                    isa: &isa,
+        let verify = self.options.verify;
+        let checked = match pieces.and_then(|pieces| {
+            // Built once, by the first function that needs it.
+            let file_isa = std::sync::OnceLock::new();
+            let isa = || {
+                file_isa
+                    .get_or_init(|| self.file_isa(file, text, None))
+                    .clone()
+            };
+            read_pieces(file, text, &pieces, &Checks { verify, isa: &isa })
+        }) {
+            Some(checked) => checked,
+            None => {
+                let (piece, isa_spec) = parse_whole(file, text)?;
+                let file_isa = std::sync::OnceLock::new();
+                let isa = || {
+                    file_isa
+                        .get_or_init(|| self.file_isa(file, text, Some(&isa_spec)))
+                        .clone()
                 };
-                check_function(parsed, offset, file, text, &checks)
-            },
-        );
-        drop(all);
-        let functions = pieces
-            .into_iter()
-            .flat_map(|p| p.functions.into_iter().map(move |f| (f, p.offset)));
-        for (((func, details), offset), check) in functions.zip(checked) {
+                check_piece(file, text, piece, &Checks { verify, isa: &isa })
+            }
+        };
+        for (func, line, check) in checked.into_iter().flatten() {
             check?;
-            let line = details.location.line_number + offset;
             let origin = Origin {
                 file: file.to_path_buf(),
                 line,
@@ -348,6 +341,28 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
 
 /// Reads one module from `text`, named `file` in error messages (for text that is not in a
 /// file: generated, mutated or embedded).
+///
+/// ```
+/// use clif_merge::{ReadOptions, SymbolLinkage, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     ; linkage: %helper local
+///     function %helper(i32) -> i32 {
+///     block0(v0: i32):
+///         return v0
+///     }
+/// ";
+/// let module = read_module_text(Path::new("demo.clif"), text, ReadOptions::default()).unwrap();
+/// assert_eq!(module.len(), 1);
+/// let helper = module.functions().next().unwrap();
+/// assert_eq!(helper.linkage, SymbolLinkage::Local);
+///
+/// // Bad input is an error naming the file and line, never a panic.
+/// let bad = "function %f() {\nblock0:\n    v0 = iconst.i32\n}\n";
+/// let error = read_module_text(Path::new("bad.clif"), bad, ReadOptions::default()).unwrap_err();
+/// assert!(error.to_string().starts_with("bad.clif:3:"), "{error}");
+/// ```
 pub fn read_module_text(
     file: &Path,
     text: &str,
@@ -431,35 +446,57 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// Every function of `text`, by piece, and the file's `set` and `target` lines when it has any.
-/// A large file that is a plain list of functions (no such lines) is cut at its `function`
-/// lines into `pieces` ([`function_pieces`]), parsed in parallel; any other file, and any file
-/// with an error, is parsed whole, so that the error is exactly the one the reader gives for
-/// the file.
-fn parse_functions<'a>(
+/// A function as read: the function, its line in the file, and what its checks found.
+type Checked = (Function, usize, Result<(), InputError>);
+
+/// Every function of a large file that is a plain list of functions (no `set` or `target`
+/// lines), cut at its `function` lines into `pieces` ([`function_pieces`]): each piece is parsed
+/// and its functions checked on one thread of the pool, and the parser's source maps, which
+/// only the checks read, are dropped there and then instead of living until every function of
+/// the file is checked.
+/// None when a piece does not parse: the file is then parsed whole, so that the error is
+/// exactly the one the reader gives for the file.
+fn read_pieces(
     file: &Path,
-    text: &'a str,
-    pieces: Option<Vec<(usize, &'a str)>>,
-) -> Result<(Vec<Piece<'a>>, Option<IsaSpec>), InputError> {
-    if let Some(pieces) = pieces {
-        let parsed = crate::parallel::map_large(&pieces, |&(offset, piece)| {
-            let test = crate::guard::catch_panic(|| {
-                cranelift_reader::parse_test(piece, ParseOptions::default())
-            });
-            match test {
-                Ok(Ok(test)) => Some(Piece {
-                    functions: test.functions,
-                    offset,
-                }),
-                _ => None,
-            }
+    text: &str,
+    pieces: &[(usize, &str)],
+    checks: &Checks,
+) -> Option<Vec<Vec<Checked>>> {
+    let parsed = crate::parallel::map_large(pieces, |&(offset, piece)| {
+        let test = crate::guard::catch_panic(|| {
+            cranelift_reader::parse_test(piece, ParseOptions::default())
         });
-        if let Some(parsed) = parsed.into_iter().collect::<Option<Vec<_>>>() {
-            return Ok((parsed, None));
-        }
-    }
-    let (piece, spec) = parse_whole(file, text)?;
-    Ok((vec![piece], Some(spec)))
+        let Ok(Ok(test)) = test else {
+            return None;
+        };
+        let checked: Vec<Checked> = test
+            .functions
+            .into_iter()
+            .map(|parsed| {
+                let check = check_function(&parsed, offset, file, text, checks);
+                (parsed.0, parsed.1.location.line_number + offset, check)
+            })
+            .collect();
+        Some(checked)
+    });
+    parsed.into_iter().collect()
+}
+
+/// The functions of a file parsed whole, each checked on its own, in parallel (one piece).
+fn check_piece(file: &Path, text: &str, piece: Piece, checks: &Checks) -> Vec<Vec<Checked>> {
+    let checks_found = crate::parallel::map_weighted(
+        &piece.functions,
+        |(func, _)| func.dfg.num_insts(),
+        || (),
+        |_, _, parsed| check_function(parsed, piece.offset, file, text, checks),
+    );
+    let checked = piece
+        .functions
+        .into_iter()
+        .zip(checks_found)
+        .map(|((func, details), check)| (func, details.location.line_number + piece.offset, check))
+        .collect();
+    vec![checked]
 }
 
 /// The file parsed in one piece, with its `set` and `target` lines; errors with the line where

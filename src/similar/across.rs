@@ -319,6 +319,8 @@ fn arguments(plan: &AcrossPlan, fp: &Fingerprint) -> Vec<ExtraArgument> {
             ty,
             value: value.expect("every parameter has a position"),
             signature: signature.clone(),
+            // A callee may be in another object, even another shared library.
+            colocated: false,
         })
         .collect()
 }

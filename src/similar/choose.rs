@@ -4,7 +4,7 @@
 use super::SimilarOptions;
 use super::cost::{GroupShape, RegisterBudget, registers_of};
 use super::find::Member;
-use super::params::{ParamLayout, position_type};
+use super::params::{ParamLayout, position_types};
 use crate::compare::Hole;
 use crate::merge::Mode;
 use crate::merge::policy::can_remove;
@@ -253,9 +253,7 @@ struct GroupFacts {
 impl GroupFacts {
     fn of(choice: &Choice, members: &[Member]) -> GroupFacts {
         let first = &choice.module.function(members[0].id).func;
-        let types: Vec<Type> = (0..members[0].fingerprint.holes.len())
-            .map(|p| position_type(first, members[0].fingerprint.hole_sites[p]))
-            .collect();
+        let types: Vec<Type> = position_types(first, &members[0].fingerprint);
         let registers = &choice.options.registers;
         let fewest_stack_arguments = (types.iter())
             .map(|&ty| registers.stack_arguments(&first.signature, &[ty]) as u64)
@@ -571,7 +569,8 @@ impl CallUses {
 
 /// The functions that must keep a symbol if merged: their address is taken, a `try_call` calls
 /// them, or a group may pass their address as a parameter value (any name that is not the same
-/// in every member of its whole group: a subgroup's parameters are among those).
+/// in every member of its whole group: a subgroup's parameters are among those; a member's call
+/// of itself, where another member calls another function, passes its own address).
 pub(super) fn needs_symbol(
     module: &ClifModule,
     refs: &ModuleRefs,
@@ -587,11 +586,19 @@ pub(super) fn needs_symbol(
     for members in groups {
         let members: Vec<&Member> = members.iter().collect();
         let layout = ParamLayout::of(&members, &module.function(members[0].id).func);
-        for value in layout.values.iter().flatten() {
-            if let Hole::Name(name) | Hole::Callee(name) = value
-                && let Some(id) = module.resolve(name)
-            {
-                needs.insert(id);
+        for (values, member) in layout.values.iter().zip(&members) {
+            for value in values {
+                match value {
+                    Hole::Name(name) | Hole::Callee(name) => {
+                        if let Some(id) = module.resolve(name) {
+                            needs.insert(id);
+                        }
+                    }
+                    Hole::SelfCall => {
+                        needs.insert(member.id);
+                    }
+                    _ => {}
+                }
             }
         }
     }

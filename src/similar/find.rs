@@ -1,18 +1,21 @@
 //! Finding groups of similar functions: fingerprints with holes, grouped by their tokens.
 
-use crate::compare::{self, Fingerprint, FingerprintWriter, HoleKinds, NameKey, RefKind, Resolver};
+use crate::compare::{
+    self, Fingerprint, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
+};
 use crate::merge::frame::reads_own_frame;
 use crate::merge::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::{ExternalName, FuncRef, Function, Opcode};
+use cranelift_codegen::ir::{ExternalName, FuncRef, Function, InstructionData, Opcode};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 use rustc_hash::FxHashMap;
 
 /// Every kind of operand that may become a parameter.
 pub(super) const HOLES: HoleKinds = HoleKinds::INT_CONSTANTS
     .union(HoleKinds::FLOAT_CONSTANTS)
+    .union(HoleKinds::CONSTANT_USES)
     .union(HoleKinds::SYMBOLS)
     .union(HoleKinds::CALLEES);
 
@@ -25,10 +28,10 @@ pub(super) struct Member {
 
 /// How names compare inside one function for similar merging:
 /// - a call to the function itself compares as a self-reference (the shared body calls itself);
-/// - a call to another module function that is not preemptible, through a declaration that is
-///   not `patchable`, is a hole (the callee may become a parameter);
-/// - everything else — imports (which may be libcalls), preemptible functions, addresses — by
-///   identity.
+/// - a call, through a declaration that is not `patchable`, to another module function that is
+///   not preemptible or to an import (a name the module does not define), is a hole (the callee
+///   may become a parameter);
+/// - everything else — libcalls, preemptible functions, addresses — by identity.
 struct SimilarResolver<'r> {
     module: &'r ClifModule,
     me: FunctionId,
@@ -45,8 +48,17 @@ pub(super) fn callee_key(
     kind: RefKind,
     patchable: bool,
 ) -> NameKey {
-    let Some(symbol) = symbol.filter(|_| !patchable) else {
+    if patchable {
         return NameKey::Identity;
+    }
+    // A call to an import (a name the module does not define) is a hole like a call to a module
+    // function: the shared body calls the address each member passes. (A libcall or a known
+    // symbol has no name to pass: the walk compares it by identity.)
+    let Some(symbol) = symbol else {
+        return match kind {
+            RefKind::Call => NameKey::Hole,
+            RefKind::Address => NameKey::Identity,
+        };
     };
     // A preemptible symbol may be another definition at run time, even when it names `me`
     // (a preemptible alias of it): never a self-reference, never a parameter.
@@ -65,13 +77,51 @@ pub(super) fn callee_key(
 impl Resolver for SimilarResolver<'_> {
     fn resolve(&self, func: &Function, name: &ExternalName, kind: RefKind) -> NameKey {
         let symbol = self.module.lookup_external(name, func);
-        callee_key(self.module, self.me, symbol, kind, false)
+        as_hole(callee_key(self.module, self.me, symbol, kind, false))
     }
 
     fn resolve_func_ref(&self, func: &Function, func_ref: FuncRef, kind: RefKind) -> NameKey {
         let patchable = func.dfg.ext_funcs[func_ref].patchable;
         let symbol = self.callees[func_ref.index()];
-        callee_key(self.module, self.me, symbol, kind, patchable)
+        as_hole(callee_key(self.module, self.me, symbol, kind, patchable))
+    }
+}
+
+/// A call of the function itself is written as a hole too (its value made [`Hole::SelfCall`]
+/// by [`self_calls_named`]): a member calling itself where another calls some other function
+/// of the same signature differ in one callee, which may be a parameter (the member passes its
+/// own address, as Swift's merger does). Where every member calls itself, the position holds
+/// one value and the shared body calls itself.
+fn as_hole(key: NameKey) -> NameKey {
+    match key {
+        NameKey::Class(_) => NameKey::Hole,
+        key => key,
+    }
+}
+
+/// Gives the holes of `fp` (the fingerprint of `me`) that are calls of `me` itself the value
+/// [`Hole::SelfCall`], the same in every member (the walk wrote the name the call used).
+fn self_calls_named(
+    module: &ClifModule,
+    me: FunctionId,
+    callees: &[Option<Symbol>],
+    fp: &mut Fingerprint,
+) {
+    let func = &module.function(me).func;
+    for (hole, &site) in fp.holes.iter_mut().zip(&fp.hole_sites) {
+        if !matches!(hole, Hole::Callee(_)) {
+            continue;
+        }
+        let (InstructionData::Call { func_ref, .. } | InstructionData::TryCall { func_ref, .. }) =
+            func.dfg.insts[site]
+        else {
+            continue;
+        };
+        let patchable = func.dfg.ext_funcs[func_ref].patchable;
+        let symbol = callees[func_ref.index()];
+        if callee_key(module, me, symbol, RefKind::Call, patchable) == NameKey::Class(me) {
+            *hole = Hole::SelfCall;
+        }
     }
 }
 
@@ -187,7 +237,8 @@ pub(super) fn similar_groups(
                 me: id,
                 callees: &refs.of_function(id).callees,
             };
-            let fp = w.write_with_holes(&module.function(id).func, &resolver, HOLES);
+            let mut fp = w.write_with_holes(&module.function(id).func, &resolver, HOLES);
+            self_calls_named(module, id, resolver.callees, &mut fp);
             let hash = compare::hash(&fp);
             (fp, hash)
         });

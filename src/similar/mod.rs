@@ -16,20 +16,26 @@
 //!
 //! # What may differ
 //!
-//! A fingerprint written with *holes* (see `compare`) leaves out the values of `iconst`,
-//! `f32const`/`f64const` (by bits), `symbol` global values that are an instruction's operand
-//! (not thread-local ones, not bases of other global values), and direct callees that are
-//! module functions, not preemptible, declared without `patchable` — imports, which may be
-//! libcalls, stay exact. Everything else stays as exact as in the exact order: opcodes, types,
-//! condition codes, memory flags, offsets, trap codes, blocks, the stack frame, signatures and
-//! conventions. Functions whose fingerprints with holes are equal form a group.
+//! A fingerprint written with *holes* (see `compare`) leaves out each use of a value an
+//! `iconst`, `f32const`/`f64const` (by bits) makes, whichever value it is (the constant
+//! instructions are not compared: equal constants GVN made one value match constants kept
+//! apart), `symbol` global values that are an instruction's operand (not thread-local ones, not
+//! bases of other global values), and direct callees declared without `patchable` that are
+//! module functions (not preemptible) or imports — libcalls and known symbols stay exact. A
+//! call of the function itself is a hole holding [`crate::compare::Hole::SelfCall`].
+//! Everything else stays as exact as in the exact order: opcodes, types, condition codes,
+//! memory flags, offsets, trap codes, blocks, the stack frame, signatures and conventions.
+//! Functions whose fingerprints with holes are equal form a group.
 //!
 //! A function that some declaration (a caller's, or its own for a self-call) names with a
 //! signature other than its own is not a member: legal CLIF, but neither a call of the shared
 //! body nor a thunk would answer that call exactly as the function did.
 //!
-//! A call of a function to itself is compared as a self-reference, so that self-recursive
-//! members group; in the shared body it calls the shared body, passing the parameters through.
+//! A call of a function to itself holds the same value in every member, so that
+//! self-recursive members group; in the shared body it calls the shared body, passing the
+//! parameters through. Where one member calls itself and another some other function of the
+//! same signature, the position is a callee parameter: the recursive member passes its own
+//! address (and keeps its symbol), as Swift's merger passes the function itself.
 //! Mutually recursive members call each other through a callee parameter: each member's thunk
 //! passes the address of its partner, whose thunk stays.
 //!
@@ -95,6 +101,20 @@ use crate::module::{ClifModule, FuncName};
 use serde::Serialize;
 
 /// How similar merging decides.
+///
+/// ```
+/// use clif_merge::similar::RegisterBudget;
+/// use clif_merge::{MergeOptions, SimilarOptions};
+///
+/// // For an aarch64 object, with groups merged only when they save 16 bytes or more.
+/// let similar = SimilarOptions {
+///     min_saving: 16,
+///     registers: RegisterBudget::AARCH64,
+///     ..SimilarOptions::default()
+/// };
+/// let options = MergeOptions { similar: Some(similar), ..MergeOptions::default() };
+/// assert_eq!(options.similar.unwrap().min_saving, 16);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimilarOptions {
     /// A group is merged when the model says it saves at least this many bytes.

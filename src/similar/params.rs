@@ -7,8 +7,10 @@
 //! function of the members' content alone.
 
 use super::find::Member;
-use crate::compare::Hole;
-use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, types};
+use crate::compare::{Fingerprint, Hole};
+use cranelift_codegen::ir::{
+    Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, types,
+};
 use rustc_hash::FxHashMap;
 
 /// The type of an address parameter (a callee or a symbol): the 64-bit targets' pointer.
@@ -30,16 +32,16 @@ impl ParamLayout {
     /// `members[0]`, whose instructions give the positions' types.
     pub(super) fn of(members: &[&Member], first: &Function) -> ParamLayout {
         let positions = members[0].fingerprint.holes.len();
+        let position_types = position_types(first, &members[0].fingerprint);
         let mut param_of_position = Vec::with_capacity(positions);
         let mut types = Vec::new();
         let mut index: FxHashMap<(Type, Vec<&Hole>), u32> = FxHashMap::default();
-        for p in 0..positions {
+        for (p, &ty) in position_types.iter().enumerate() {
             let column: Vec<&Hole> = members.iter().map(|m| &m.fingerprint.holes[p]).collect();
             if column.iter().all(|&v| v == column[0]) {
                 param_of_position.push(None);
                 continue;
             }
-            let ty = position_type(first, members[0].fingerprint.hole_sites[p]);
             let next = types.len() as u32;
             let param = *index.entry((ty, column)).or_insert(next);
             if param == next {
@@ -75,8 +77,19 @@ impl ParamLayout {
     }
 }
 
-/// The type of the value a hole at `site` stands for.
-pub(super) fn position_type(func: &Function, site: Inst) -> Type {
+/// The type of the value each hole of `fp` (a fingerprint of `func`) stands for.
+pub(super) fn position_types(func: &Function, fp: &Fingerprint) -> Vec<Type> {
+    let slots = constant_use_slots(func, fp);
+    (fp.hole_sites.iter().zip(slots))
+        .map(|(&site, slot)| match slot {
+            Some(slot) => func.dfg.value_type(operand(func, site, slot)),
+            None => position_type(func, site),
+        })
+        .collect()
+}
+
+/// The type of the value the hole of the instruction `site` itself stands for.
+fn position_type(func: &Function, site: Inst) -> Type {
     match func.dfg.insts[site] {
         InstructionData::Call { .. } | InstructionData::CallIndirect { .. } => POINTER,
         InstructionData::TryCall { .. } => POINTER,
@@ -86,4 +99,60 @@ pub(super) fn position_type(func: &Function, site: Inst) -> Type {
             _ => func.dfg.value_type(func.dfg.first_result(site)),
         },
     }
+}
+
+/// Whether `inst` makes a constant (`iconst`, `f32const`, `f64const`).
+pub(super) fn is_constant(func: &Function, inst: Inst) -> bool {
+    matches!(
+        func.dfg.insts[inst],
+        InstructionData::UnaryImm { .. }
+            | InstructionData::UnaryIeee32 { .. }
+            | InstructionData::UnaryIeee64 { .. }
+    )
+}
+
+/// Whether `v` is made by a constant instruction (through its aliases).
+fn is_constant_value(func: &Function, v: Value) -> bool {
+    match func.dfg.value_def(func.dfg.resolve_aliases(v)) {
+        ValueDef::Result(inst, _) => is_constant(func, inst),
+        _ => false,
+    }
+}
+
+/// The `slot`th value operand of `inst` (in [`cranelift_codegen::ir::DataFlowGraph::inst_values`]
+/// order).
+pub(super) fn operand(func: &Function, inst: Inst, slot: usize) -> Value {
+    func.dfg
+        .inst_values(inst)
+        .nth(slot)
+        .expect("a slot of the instruction")
+}
+
+/// For each hole of `fp` (a fingerprint of `func`) that is a use of a constant
+/// ([`HoleKinds::CONSTANT_USES`](crate::compare::HoleKinds::CONSTANT_USES)): which value operand
+/// of its site it is, in `inst_values` order. The walk writes a site's operands in that order
+/// (but for a `try_call`'s exception contexts, which `shared::check` refuses), so the `k`th use
+/// of a constant at a site is the `k`th operand a constant makes.
+pub(super) fn constant_use_slots(func: &Function, fp: &Fingerprint) -> Vec<Option<usize>> {
+    let mut slots = Vec::with_capacity(fp.holes.len());
+    let mut at: Option<(Inst, usize)> = None;
+    for (hole, &site) in fp.holes.iter().zip(&fp.hole_sites) {
+        let constant = matches!(hole, Hole::Int(_) | Hole::F32(_) | Hole::F64(_));
+        if !constant || is_constant(func, site) {
+            slots.push(None);
+            continue;
+        }
+        let k = match at {
+            Some((s, k)) if s == site => k + 1,
+            _ => 0,
+        };
+        at = Some((site, k));
+        let slot = (func.dfg.inst_values(site).enumerate())
+            .filter(|&(_, v)| is_constant_value(func, v))
+            .nth(k)
+            .map(|(slot, _)| slot)
+            .expect("the walk met as many constant operands");
+        slots.push(Some(slot));
+    }
+    slots
 }

@@ -26,7 +26,9 @@ struct Planned {
     members: Vec<Member>,
     layout: ParamLayout,
     /// For each parameter that is a callee, the callee's signature.
-    callee_signatures: Vec<Option<Signature>>,
+    /// For each parameter that is a callee, the callee's signature and whether every call of it
+    /// is declared `colocated`.
+    callee_signatures: Vec<Option<(Signature, bool)>>,
     name: FuncName,
     /// The first member's calls to itself.
     self_calls: Vec<Inst>,
@@ -89,36 +91,34 @@ pub(super) fn merge_similar(
 /// it hashed (a merge changes callees, never shapes), and its references when it changed nothing.
 pub struct Prior {
     /// Shape hashes by id (functions the exact merge made, such as private copies, have none).
+    /// The similar merge hashes shapes without constants and does not read these.
     pub shapes: SecondaryMap<FunctionId, Option<u64>>,
     /// The module's references, when the exact merge left the module as it was.
     pub refs: Option<ModuleRefs>,
 }
 
-/// The module's references and the shape of every function with a body, from `prior` where it
-/// holds them.
+/// The module's references (from `prior` where it holds them) and the shape of every function
+/// with a body, without its constants ([`FingerprintWriter::shape_hash_without_constants`]: the
+/// similar fingerprint writes constants where they are used).
 fn refs_and_shapes(
     module: &ClifModule,
     prior: Option<Prior>,
 ) -> (ModuleRefs, SecondaryMap<FunctionId, Option<u64>>) {
-    let (refs, mut shapes) = match prior {
+    let refs = match prior {
         Some(Prior {
-            shapes,
-            refs: Some(refs),
-        }) => (refs, shapes),
-        Some(Prior { shapes, refs: None }) => (ModuleRefs::of(module), shapes),
-        None => ModuleRefs::of_with(module, FingerprintWriter::new, |w, func| w.shape_hash(func)),
+            refs: Some(refs), ..
+        }) => refs,
+        _ => ModuleRefs::of(module),
     };
-    let missing: Vec<FunctionId> = module
-        .ids()
-        .iter()
-        .copied()
-        .filter(|&id| shapes.get(id).copied().flatten().is_none())
-        .collect();
-    let computed = parallel::map(&missing, FingerprintWriter::new, |w, _, &id| {
-        w.shape_hash(&module.function(id).func)
+    let computed = parallel::map(module.ids(), FingerprintWriter::new, |w, _, &id| {
+        let func = &module.function(id).func;
+        func.layout
+            .entry_block()
+            .map(|_| w.shape_hash_without_constants(func))
     });
-    for (id, shape) in missing.into_iter().zip(computed) {
-        shapes[id] = Some(shape);
+    let mut shapes = SecondaryMap::with_capacity(module.id_count());
+    for (&id, shape) in module.ids().iter().zip(computed) {
+        shapes[id] = shape;
     }
     (refs, shapes)
 }
@@ -140,20 +140,28 @@ fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
     })
 }
 
-/// For each parameter that is a callee, the signature it is called with.
+/// For each parameter that is a callee, the signature it is called with and whether every call
+/// of it is declared `colocated`.
 fn callee_signatures(
     first: &Function,
     member: &Member,
     layout: &ParamLayout,
-) -> Vec<Option<Signature>> {
-    let mut signatures = vec![None; layout.count()];
+) -> Vec<Option<(Signature, bool)>> {
+    let mut signatures: Vec<Option<(Signature, bool)>> = vec![None; layout.count()];
     for (p, param) in layout.param_of_position.iter().enumerate() {
         let Some(param) = param else { continue };
-        if let InstructionData::Call { func_ref, .. } =
-            first.dfg.insts[member.fingerprint.hole_sites[p]]
+        let callee = matches!(
+            member.fingerprint.holes[p],
+            Hole::Callee(_) | Hole::SelfCall
+        );
+        if let (true, InstructionData::Call { func_ref, .. }) =
+            (callee, first.dfg.insts[member.fingerprint.hole_sites[p]])
         {
-            let sig = first.dfg.ext_funcs[func_ref].signature;
-            signatures[*param as usize] = Some(first.dfg.signatures[sig].clone());
+            let ext = &first.dfg.ext_funcs[func_ref];
+            let sig = first.dfg.signatures[ext.signature].clone();
+            let slot = &mut signatures[*param as usize];
+            let colocated = ext.colocated && slot.as_ref().is_none_or(|(_, c)| *c);
+            *slot = Some((sig, colocated));
         }
     }
     signatures
@@ -211,20 +219,33 @@ fn hash_hole(h: &mut impl NameHasher, hole: &Hole) {
             h.u64(text.len() as u64);
             h.bytes(text.as_bytes());
         }
+        Hole::SelfCall => h.u64(6),
     }
 }
 
-/// FNV-1a with 128 bits: stable across builds and machines.
-/// The values member `m` passes, in parameter order.
-fn arguments(p: &Planned, m: usize) -> Vec<ExtraArgument> {
+/// The values member `m` passes, in parameter order; for a call of itself, its own address. A
+/// callee's address is taken `colocated` when it is a module function (as the shared body's
+/// calls of it were meant to be), or when every call of the import it names was declared so.
+fn arguments(module: &ClifModule, p: &Planned, m: usize) -> Vec<ExtraArgument> {
+    let own_name = &module.function(p.members[m].id).name;
     p.layout.values[m]
         .iter()
+        .map(|value| match value {
+            Hole::SelfCall => Hole::Callee(own_name.clone()),
+            value => value.clone(),
+        })
         .zip(&p.layout.types)
         .zip(&p.callee_signatures)
-        .map(|((value, &ty), signature)| ExtraArgument {
+        .map(|((value, &ty), callee)| ExtraArgument {
             ty,
-            value: value.clone(),
-            signature: signature.clone(),
+            colocated: match (&value, callee) {
+                (Hole::Callee(name), Some((_, colocated))) => {
+                    *colocated || module.resolve(name).is_some()
+                }
+                _ => true,
+            },
+            value,
+            signature: callee.as_ref().map(|(sig, _)| sig.clone()),
         })
         .collect()
 }
@@ -264,7 +285,7 @@ fn apply(
             .min_by_key(|&id| position[id]);
         let mut members = Vec::with_capacity(p.members.len());
         for (m, member) in p.members.iter().enumerate() {
-            let args = arguments(p, m);
+            let args = arguments(module, p, m);
             let by = if removable(module, mode, member.id, needs) {
                 gone.insert(member.id);
                 redirect.insert(

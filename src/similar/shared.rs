@@ -3,13 +3,14 @@
 //! the parameters through.
 
 use super::find::{Member, callee_key};
-use super::params::ParamLayout;
-use crate::compare::{NameKey, RefKind};
+use super::params::{ParamLayout, constant_use_slots, is_constant, operand};
+use crate::compare::{Hole, NameKey, RefKind};
 use crate::module::{ClifModule, FuncName, FunctionId};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    AbiParam, ExtFuncData, Function, GlobalValueData, Inst, InstBuilder, InstructionData, Opcode,
-    Value,
+    AbiParam, ExceptionTableItem, ExtFuncData, Function, GlobalValueData, Inst, InstBuilder,
+    InstructionData, Opcode, Type, Value,
 };
 
 /// Why a group cannot have a shared body (it is left alone).
@@ -22,6 +23,9 @@ pub(super) enum Unsupported {
     /// A self-call's declaration has another signature than the function: the shared body
     /// could not pass its parameters through it.
     SelfCallSignature,
+    /// A constant is used by a `try_call` whose exception table has contexts (the walk and
+    /// `inst_values` order that instruction's operands differently).
+    ConstantAtExceptionContexts,
 }
 
 /// Whether `first`'s body can become a shared body with `layout`; its calls to itself.
@@ -32,7 +36,18 @@ pub(super) fn check(
 ) -> Result<Vec<Inst>, Unsupported> {
     let func = &module.function(first.id).func;
     let sites = &first.fingerprint.hole_sites;
-    for (&site, param) in sites.iter().zip(&layout.param_of_position) {
+    let slots = constant_use_slots(func, &first.fingerprint);
+    for ((&site, param), slot) in sites.iter().zip(&layout.param_of_position).zip(slots) {
+        if slot.is_some() {
+            let contexts = (func.dfg.insts[site].exception_table()).is_some_and(|table| {
+                (func.dfg.exception_tables[table].items())
+                    .any(|item| matches!(item, ExceptionTableItem::Context(_)))
+            });
+            if contexts {
+                return Err(Unsupported::ConstantAtExceptionContexts);
+            }
+            continue;
+        }
         let supported = match func.dfg.insts[site] {
             InstructionData::Call { opcode, .. } => {
                 matches!(opcode, Opcode::Call | Opcode::ReturnCall)
@@ -67,8 +82,37 @@ pub(super) fn shared_body(
         .params
         .extend(layout.types.iter().map(|&ty| AbiParam::new(ty)));
     let sites = &first.fingerprint.hole_sites;
-    for (site, param) in sites.iter().zip(&layout.param_of_position) {
-        if let Some(param) = param {
+    // Uses of constants first: the rewrite of a callee rebuilds its call from the arguments.
+    let slots = constant_use_slots(&func, &first.fingerprint);
+    let constants: Vec<Inst> = if slots.iter().any(Option::is_some) {
+        let layout = &func.layout;
+        (layout.blocks())
+            .flat_map(|b| layout.block_insts(b))
+            .filter(|&inst| is_constant(&func, inst))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for (p, slot) in slots.iter().enumerate() {
+        let Some(slot) = *slot else { continue };
+        let site = sites[p];
+        let value = match layout.param_of_position[p] {
+            Some(param) => params[param as usize],
+            None => {
+                let ty = func.dfg.value_type(operand(&func, site, slot));
+                make_constant(&mut func, site, ty, &first.fingerprint.holes[p])
+            }
+        };
+        let mut values: Vec<Value> = func.dfg.inst_values(site).collect();
+        values[slot] = value;
+        func.dfg.overwrite_inst_values(site, values.into_iter());
+    }
+    // Every use of the constants the walk left out was a hole, made again or a parameter.
+    for inst in constants {
+        func.layout.remove_inst(inst);
+    }
+    for ((site, param), slot) in sites.iter().zip(&layout.param_of_position).zip(&slots) {
+        if let (Some(param), None) = (param, slot) {
             replace_operand(&mut func, *site, params[*param as usize]);
         }
     }
@@ -188,6 +232,17 @@ fn replace_operand(func: &mut Function, site: Inst, param: Value) {
             let result = func.dfg.first_result(site);
             alias_result(func, site, result, param);
         }
+    }
+}
+
+/// A constant `hole` of type `ty` made just before `site`.
+fn make_constant(func: &mut Function, site: Inst, ty: Type, hole: &Hole) -> Value {
+    let mut pos = FuncCursor::new(func).at_inst(site);
+    match *hole {
+        Hole::Int(bits) => pos.ins().iconst(ty, bits as i64),
+        Hole::F32(bits) => pos.ins().f32const(Ieee32::with_bits(bits)),
+        Hole::F64(bits) => pos.ins().f64const(Ieee64::with_bits(bits)),
+        _ => unreachable!("a use of a constant holds a constant"),
     }
 }
 

@@ -34,25 +34,35 @@
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
 //!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
-//!   ends. A run in which either side hits a limit is *inconclusive* (when the original does,
-//!   the merged side is not run); one in which the interpreter cannot run an instruction (it
-//!   panics or reports an error) is *unsupported*, counted by opcode in the summary. Neither
-//!   counts as a mismatch — but a run unsupported on one side only does, since both sides run
-//!   the same bodies. A function whose runs keep being inconclusive is run with small
+//!   ends. A run whose original hits a limit is *inconclusive* (the merged side is not run).
+//!   The merged side has four times the fuel and twice the depth and stack (a thunk on the way
+//!   takes a few more): when it hits them where the original ended, it does not do the same
+//!   (a loop that no longer ends), a mismatch. A run in which the interpreter cannot run an
+//!   instruction (it panics or reports an error) is *unsupported*, counted by opcode in the
+//!   summary, not a mismatch — but a run unsupported on one side only is one, since both sides
+//!   run the same bodies. A function whose runs keep being inconclusive is run with small
 //!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
+//!
+//! So a run is known without running it twice when nothing it reaches changed: the original
+//! side records every name and address slot it resolved to a function (`Machine`), and when
+//! the function and all of those run the same function on the merged side (`Unchanged`: equal
+//! bodies, stand-ins of the same kind), the merged side's run is the original's. On real code
+//! most functions are not touched by the merge; this halves their cost.
 
 mod inputs;
 mod memory;
 mod names;
+mod options;
 mod outcome;
 mod report;
 mod run;
 mod state;
 mod valid;
 
+pub use options::VerifyOptions;
 pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
@@ -61,45 +71,38 @@ use crate::module::{ClifModule, FuncName, ModuleFunction};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
 use inputs::{Rng, arguments, fnv, mix};
-use names::{Names, Stubs};
+use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
-
-/// How much to run.
-#[derive(Clone, Debug)]
-pub struct VerifyOptions {
-    /// Argument tuples per function.
-    pub runs: usize,
-    /// Seed of the pseudo-random arguments.
-    pub seed: u64,
-    /// Instructions one run may execute (on each side).
-    pub fuel: u64,
-    /// A function's remaining runs are not done once this many of its runs were inconclusive
-    /// (they are costly). After the first two, its arguments are small numbers only, which
-    /// more often make loops and recursion end.
-    pub max_inconclusive: usize,
-    /// Calls that may be in progress at once.
-    pub max_depth: usize,
-    /// Bytes of stack slots that may be live at once.
-    pub max_stack_bytes: usize,
-}
-
-impl Default for VerifyOptions {
-    fn default() -> Self {
-        VerifyOptions {
-            runs: 64,
-            seed: 0x5eed_c11f,
-            fuel: 50_000,
-            max_inconclusive: 6,
-            max_depth: 2_000,
-            max_stack_bytes: 16 << 20,
-        }
-    }
-}
 
 /// Runs every function of `original` and its counterpart in `merged` (the result of merging
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
 /// difference. See the module docs.
+///
+/// ```
+/// use clif_merge::verify::{VerifyOptions, verify_merge};
+/// use clif_merge::{Mode, ReadOptions, merge_module, read_module_text};
+/// use std::path::Path;
+///
+/// let text = "
+///     function %twice(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+///     function %double(i32) -> i32 {
+///     block0(v0: i32):
+///         v1 = iadd v0, v0
+///         return v1
+///     }
+/// ";
+/// let original = read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap();
+/// let mut merged = original.clone();
+/// let (report, _) = merge_module(&mut merged, Mode::Safe);
+/// assert_eq!(report.merged, 1);
+/// let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+/// assert!(checked.is_ok(), "{}", checked.summary());
+/// ```
 pub fn verify_merge(
     original: &ClifModule,
     merged: &ClifModule,
@@ -112,18 +115,25 @@ pub fn verify_merge(
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
+    let resolved = [
+        Resolved::new(original, &names, &stubs_a),
+        Resolved::new(merged, &names, &stubs_b),
+    ];
+    let unchanged = Unchanged::new(&resolved[0], &resolved[1]);
     let functions: Vec<&ModuleFunction> = original.functions().collect();
     // Pieces of functions checked on the pool, each with its own two sides, then reported in
     // module order: the report is the same whatever the threads.
     let pieces: Vec<&[&ModuleFunction]> = functions.chunks(64).collect();
     let reports = crate::parallel::map_large(&pieces, |piece| {
         let mut sides = [
-            Side::new(original, &names, &stubs_a),
-            Side::new(merged, &names, &stubs_b),
+            Side::new(&resolved[0], &names),
+            Side::new(&resolved[1], &names),
         ];
         let mut out = VerifyReport::default();
         for mf in piece.iter() {
-            check_or_skip(&mut out, &mut sides, mf, merged, &removed, options);
+            check_or_skip(
+                &mut out, &mut sides, &unchanged, mf, merged, &removed, options,
+            );
         }
         out
     });
@@ -141,12 +151,20 @@ pub fn verify_merge(
 fn check_or_skip<'a>(
     out: &mut VerifyReport,
     sides: &mut [Side<'a>; 2],
+    unchanged: &Unchanged,
     mf: &'a ModuleFunction,
     merged: &'a ClifModule,
     removed: &FxHashMap<FuncName, FuncName>,
     options: &VerifyOptions,
 ) {
     let func = &mf.func;
+    if options
+        .only
+        .as_ref()
+        .is_some_and(|only| !only.contains(&mf.name))
+    {
+        return;
+    }
     if !runnable_signature(&func.signature) {
         out.skipped += 1;
         out.unchecked += 1;
@@ -155,7 +173,16 @@ fn check_or_skip<'a>(
     out.functions += 1;
     let (target, ran_as) = counterpart(merged, &mf.name, removed);
     match target.filter(|t| t.signature == func.signature) {
-        Some(target) => check_function(out, sides, mf, target, ran_as, options),
+        Some(target) => {
+            // The merged side of a run is the original's when both run the same function and
+            // the run resolved nothing the merge changed (see `Unchanged`).
+            let same_entry = match &ran_as {
+                None => unchanged.names[sides[0].name_index(&mf.name)],
+                Some(_) => *func == *target,
+            };
+            let unchanged = same_entry.then_some(unchanged);
+            check_function(out, sides, unchanged, mf, target, ran_as, options)
+        }
         None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
     }
 }
@@ -241,6 +268,7 @@ fn no_counterpart(
 fn check_function<'a>(
     out: &mut VerifyReport,
     sides: &mut [Side<'a>; 2],
+    unchanged: Option<&Unchanged>,
     mf: &'a ModuleFunction,
     target: &'a Function,
     ran_as: Option<FuncName>,
@@ -250,6 +278,7 @@ fn check_function<'a>(
     let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let mut inconclusive = 0;
+    let merged_options = options.for_merged_side();
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
     for run in 0..options.runs {
@@ -267,8 +296,11 @@ fn check_function<'a>(
             inconclusive += 1;
             continue;
         }
-        let b = sides[1].run(target, &args, options, memory_seed);
-        if b.outcome.is_inconclusive() {
+        let b = match unchanged {
+            Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
+            _ => sides[1].run(target, &args, &merged_options, memory_seed),
+        };
+        if b.outcome.is_inconclusive() && a.outcome.is_unsupported() {
             out.inconclusive += 1;
             inconclusive += 1;
         } else if a.outcome.is_unsupported() && b.outcome.is_unsupported() {
@@ -303,7 +335,8 @@ pub fn run_function(
 ) -> Run {
     let names = Names::new(&[module]);
     let stubs = Stubs::new(module, &names.names);
-    let mut side = Side::new(module, &names, &stubs);
+    let resolved = Resolved::new(module, &names, &stubs);
+    let mut side = Side::new(&resolved, &names);
     match module.resolve(name) {
         Some(id) => side.run(&module.function(id).func, args, options, options.seed),
         None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),

@@ -21,7 +21,7 @@ fn collect_names(module: &ClifModule, names: &mut BTreeSet<FuncName>) {
 }
 
 /// A stand-in in the store for a name the module does not define.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum StubKind {
     /// Referred to but not defined: modelled as a pure function.
     Import,
@@ -80,6 +80,8 @@ fn import_signatures(module: &ClifModule) -> BTreeMap<FuncName, Signature> {
 pub(super) struct Names {
     pub(super) names: Vec<FuncName>,
     pub(super) slot_of: FxHashMap<FuncName, u32>,
+    /// The index of each name in `names`.
+    pub(super) index_of: FxHashMap<FuncName, u32>,
 }
 
 impl Names {
@@ -111,6 +113,107 @@ impl Names {
         let slot_of = (0..names.len())
             .map(|i| (names[i].clone(), root(&mut parent, i) as u32))
             .collect();
-        Names { names, slot_of }
+        let index_of = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        Names {
+            names,
+            slot_of,
+            index_of,
+        }
+    }
+}
+
+/// What each name and each address slot runs in one module (a function it defines, or a
+/// stand-in), found once for the whole check.
+pub(super) struct Resolved<'a> {
+    /// By name index (in [`Names::names`]).
+    pub(super) by_name: Vec<&'a Function>,
+    /// By address slot: the function a call through the slot's address runs.
+    pub(super) slot_fn: Vec<Option<&'a Function>>,
+    /// The stand-ins, by address (a number, so that the pieces share it across threads).
+    pub(super) stubs: FxHashMap<usize, (&'a FuncName, &'a StubKind)>,
+}
+
+impl<'a> Resolved<'a> {
+    pub(super) fn new(module: &'a ClifModule, names: &Names, stubs: &'a Stubs) -> Resolved<'a> {
+        let stub_of: FxHashMap<&FuncName, &'a Function> =
+            stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
+        let mut by_name = Vec::with_capacity(names.names.len());
+        let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
+        let mut stand_ins = Vec::new();
+        for name in &names.names {
+            let defined = module.resolve(name).map(|id| &module.function(id).func);
+            let func = defined
+                .or_else(|| stub_of.get(name).copied())
+                .expect("a stand-in for every name the module does not resolve");
+            by_name.push(func);
+            // A call through a slot's address runs the first of its names this module
+            // defines, else its first stand-in.
+            let slot = names.slot_of[name] as usize;
+            match defined {
+                Some(_) if slot_fn[slot].is_none() => slot_fn[slot] = Some(func),
+                Some(_) => {}
+                None => stand_ins.push((slot, func)),
+            }
+        }
+        for (slot, func) in stand_ins {
+            slot_fn[slot].get_or_insert(func);
+        }
+        let stubs = stubs
+            .functions
+            .iter()
+            .map(|(n, k, f)| (f as *const Function as usize, (n, k)))
+            .collect();
+        Resolved {
+            by_name,
+            slot_fn,
+            stubs,
+        }
+    }
+
+    /// The stand-in kind of `func`; None for a function the module defines.
+    pub(super) fn stub_kind(&self, func: &Function) -> Option<&'a StubKind> {
+        self.stubs
+            .get(&(func as *const Function as usize))
+            .map(|&(_, k)| k)
+    }
+
+    /// Whether `func` here and `other_func` in `other` do the same when run: the same
+    /// function, or stand-ins of the same kind and signature.
+    fn same_as(&self, func: &Function, other: &Resolved, other_func: &Function) -> bool {
+        self.stub_kind(func) == other.stub_kind(other_func) && func == other_func
+    }
+}
+
+/// The names and address slots that run the same function on both sides of the check. A run
+/// of a function the same on both sides that resolved only these is the same run on both
+/// sides: the interpreter and the memory are deterministic, so it need not be run twice.
+pub(super) struct Unchanged {
+    pub(super) names: Vec<bool>,
+    pub(super) slots: Vec<bool>,
+}
+
+impl Unchanged {
+    pub(super) fn new(a: &Resolved, b: &Resolved) -> Unchanged {
+        let names = a
+            .by_name
+            .iter()
+            .zip(&b.by_name)
+            .map(|(fa, fb)| a.same_as(fa, b, fb))
+            .collect();
+        let slots = a
+            .slot_fn
+            .iter()
+            .zip(&b.slot_fn)
+            .map(|(fa, fb)| match (fa, fb) {
+                (None, None) => true,
+                (Some(fa), Some(fb)) => a.same_as(fa, b, fb),
+                _ => false,
+            })
+            .collect();
+        Unchanged { names, slots }
     }
 }

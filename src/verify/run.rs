@@ -1,16 +1,15 @@
 //! One module ready to run, and one run of a function in it: the interpreter's loop, with calls
 //! followed here so that every run ends.
 
-use super::VerifyOptions;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
-use super::names::{Names, StubKind, Stubs};
+use super::names::{Names, Resolved, StubKind, Unchanged};
+use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
 use super::state::{Machine, raw_of};
-use crate::module::{ClifModule, FuncName};
+use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ExternalName, Function, Inst, InstructionData, Opcode, Signature};
 use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion};
-use cranelift_interpreter::environment::FunctionStore;
 use cranelift_interpreter::instruction::DfgInstructionContext;
 use cranelift_interpreter::state::State;
 use cranelift_interpreter::step::{ControlFlow, step};
@@ -20,7 +19,7 @@ use rustc_hash::FxHashMap;
 pub(super) struct Side<'a> {
     state: Machine<'a>,
     /// The stand-ins, by address.
-    stubs: FxHashMap<*const Function, (&'a FuncName, &'a StubKind)>,
+    stubs: FxHashMap<usize, (&'a FuncName, &'a StubKind)>,
     /// The instruction running (to name what the interpreter could not run).
     at: Option<(&'a Function, Inst)>,
     /// What the last unsupported run stopped at: an opcode, or what else it was.
@@ -28,30 +27,23 @@ pub(super) struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    pub(super) fn new(module: &'a ClifModule, names: &'a Names, stubs: &'a Stubs) -> Side<'a> {
-        let stub_of: FxHashMap<&FuncName, &'a Function> =
-            stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
-        let mut store = FunctionStore::default();
-        let mut resolved = Vec::with_capacity(names.names.len());
-        for name in &names.names {
-            let defined = module.resolve(name).map(|id| &module.function(id).func);
-            let func = defined
-                .or_else(|| stub_of.get(name).copied())
-                .expect("a stand-in for every name the module does not resolve");
-            store.add(name.to_string(), func);
-            resolved.push((name, defined.is_some(), func));
-        }
-        let stubs = stubs
-            .functions
-            .iter()
-            .map(|(n, k, f)| (f as *const Function, (n, k)))
-            .collect();
+    pub(super) fn new(resolved: &Resolved<'a>, names: &'a Names) -> Side<'a> {
         Side {
-            state: Machine::new(store, &names.slot_of, slot_functions(names, &resolved)),
-            stubs,
+            state: Machine::new(resolved.by_name.clone(), names, resolved.slot_fn.clone()),
+            stubs: resolved.stubs.clone(),
             at: None,
             unsupported_at: String::new(),
         }
+    }
+
+    /// The index of `name` among the names both sides know.
+    pub(super) fn name_index(&self, name: &FuncName) -> usize {
+        self.state.name_index(name)
+    }
+
+    /// Whether the last run resolved only names and address slots that are `unchanged`.
+    pub(super) fn resolved_only(&self, unchanged: &Unchanged) -> bool {
+        self.state.resolved_only(&unchanged.names, &unchanged.slots)
     }
 
     /// Runs `entry` on `args`, memory nothing stored to derived from `memory_seed`; a panic
@@ -80,7 +72,7 @@ impl<'a> Side<'a> {
             };
         }
         let stores = std::mem::take(&mut self.state.stores);
-        self.state.reset(0);
+        self.state.release();
         Run {
             outcome,
             imports,
@@ -202,6 +194,12 @@ impl<'a> Side<'a> {
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
             None => {
+                // Through an address, a function of another signature may be called: a trap,
+                // as a signature check of the call would make it.
+                let caller = self.state.current_frame().function();
+                if caller.dfg.inst_results(pc).len() != callee.signature.returns.len() {
+                    return Err(Outcome::Trapped(Trap::BadSignature));
+                }
                 returns_to.push(pc);
                 if returns_to.len() >= options.max_depth {
                     Err(Outcome::TooDeep)
@@ -309,7 +307,7 @@ impl<'a> Side<'a> {
     }
 
     fn stub(&self, func: &Function) -> Option<(&'a FuncName, &'a StubKind)> {
-        self.stubs.get(&(func as *const Function)).copied()
+        self.stubs.get(&(func as *const Function as usize)).copied()
     }
 
     /// Pushes a frame for `func` with its parameters set; the first instruction.
@@ -371,25 +369,6 @@ impl<'a> Side<'a> {
             .next_inst(call)
             .ok_or_else(|| Outcome::Unsupported("a call ends its block".into()))
     }
-}
-
-/// The function a call through each slot's address runs: the first of the slot's names this
-/// module defines, else its first stand-in. `resolved` is every name with whether the module
-/// defines it and the function it runs.
-fn slot_functions<'a>(
-    names: &Names,
-    resolved: &[(&FuncName, bool, &'a Function)],
-) -> Vec<Option<&'a Function>> {
-    let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
-    for defined_first in [true, false] {
-        for &(name, defined, func) in resolved {
-            let slot = names.slot_of[name] as usize;
-            if defined == defined_first && slot_fn[slot].is_none() {
-                slot_fn[slot] = Some(func);
-            }
-        }
-    }
-    slot_fn
 }
 
 /// The instruction after `inst`, which does not end its block.

@@ -5,6 +5,7 @@
 
 use super::inputs::fnv;
 use super::memory::Memory;
+use super::names::Names;
 use super::outcome::Store;
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
@@ -13,13 +14,13 @@ use cranelift_codegen::ir::{
     MemFlagsData, StackSlot, Type, types,
 };
 use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion, AddressSize};
-use cranelift_interpreter::environment::FunctionStore;
 use cranelift_interpreter::frame::Frame;
 use cranelift_interpreter::interpreter::LibCallHandler;
 use cranelift_interpreter::state::{InterpreterFunctionRef, MemoryError, State};
 use cranelift_interpreter::step::CraneliftTrap;
 use cranelift_interpreter::value::DataValueExt;
 use rustc_hash::FxHashMap;
+use std::cell::{Cell, RefCell};
 
 /// Where the stack's bytes are, for 64-bit addresses and for 32-bit ones.
 const STACK_64: u64 = 0x0000_7ff0_0000_0000;
@@ -30,6 +31,8 @@ const SYMBOLS: u64 = 0x0000_5000_0000_0000;
 /// trap does trap, with its trap code, as a wild pointer would. Without it, a loop over a
 /// length of -1 or a random pointer would run out of fuel instead of ending.
 const MAPPED: u64 = 1 << 24;
+/// Frames of one function kept for reuse at most.
+const SPARE_FRAMES: usize = 4;
 /// A stack address as it is compared and reported: this tag, the slot's number (bits 32 to 47)
 /// and the offset in the slot (bits 0 to 31).
 pub(super) const STACK_TAG: u64 = 0x5354_0000_0000_0000;
@@ -59,8 +62,21 @@ impl SlotLayout {
 
 /// The interpreter's state for one module (see the module docs).
 pub(super) struct Machine<'a> {
-    functions: FunctionStore<'a>,
+    /// The function each name (by its index in [`Names`](super::names::Names)) runs: defined
+    /// here, or a stand-in.
+    by_name: Vec<&'a Function>,
+    /// The name index of each function reference of a function run, found once (the
+    /// interpreter's own store formats and hashes the name at every call).
+    ref_names: RefCell<FxHashMap<(*const Function, FuncRef), Option<u32>>>,
+    /// The names and the address slots this run resolved to a function (bit sets), so that a
+    /// run may be known to do on the other side exactly what it did here.
+    resolved_names: Vec<Cell<u64>>,
+    resolved_slots: Vec<Cell<u64>>,
     frames: Vec<Frame<'a>>,
+    /// Frames of returned calls, by function, to be used again: a frame holds a register for
+    /// every value of its function, and allocating (and faulting in) that anew for every call
+    /// was a sixth of the time of `--verify` on real code.
+    spare_frames: FxHashMap<*const Function, Vec<Frame<'a>>>,
     /// Where each frame's slots start in `stack`.
     frame_base: Vec<u64>,
     stack: Vec<u8>,
@@ -70,26 +86,33 @@ pub(super) struct Machine<'a> {
     pub(super) stores: Vec<Store>,
     pinned_reg: DataValue,
     slot_of: &'a FxHashMap<FuncName, u32>,
+    names_index: &'a FxHashMap<FuncName, u32>,
     /// The function run by a call through each slot's address.
     slot_fn: Vec<Option<&'a Function>>,
 }
 
 impl<'a> Machine<'a> {
     pub(super) fn new(
-        functions: FunctionStore<'a>,
-        slot_of: &'a FxHashMap<FuncName, u32>,
+        by_name: Vec<&'a Function>,
+        names: &'a Names,
         slot_fn: Vec<Option<&'a Function>>,
     ) -> Machine<'a> {
+        let words = by_name.len().div_ceil(64);
         Machine {
-            functions,
+            by_name,
+            ref_names: RefCell::default(),
+            resolved_names: vec![Cell::new(0); words],
+            resolved_slots: vec![Cell::new(0); slot_fn.len().div_ceil(64)],
             frames: Vec::new(),
+            spare_frames: FxHashMap::default(),
             frame_base: Vec::new(),
             stack: Vec::new(),
             layouts: FxHashMap::default(),
             memory: Memory::default(),
             stores: Vec::new(),
             pinned_reg: DataValue::I64(0),
-            slot_of,
+            slot_of: &names.slot_of,
+            names_index: &names.index_of,
             slot_fn,
         }
     }
@@ -97,12 +120,60 @@ impl<'a> Machine<'a> {
     /// Empties the stack, memory and records for a run whose unwritten memory comes from
     /// `seed`.
     pub(super) fn reset(&mut self, seed: u64) {
-        self.frames.clear();
+        self.release();
+        self.memory.reset(seed);
+        for word in self.resolved_names.iter().chain(&self.resolved_slots) {
+            word.set(0);
+        }
+    }
+
+    /// Empties the stack, memory and stores of the run that ended (what it resolved is kept,
+    /// see [`Machine::resolved_only`]).
+    pub(super) fn release(&mut self) {
+        while !self.frames.is_empty() {
+            self.pop_frame();
+        }
         self.frame_base.clear();
         self.stack.clear();
-        self.memory.reset(seed);
+        self.memory.reset(0);
         self.stores.clear();
         self.pinned_reg = DataValue::I64(0);
+    }
+
+    /// Whether every name and address slot the run since the last reset resolved is marked
+    /// in `names` and `slots` (by index).
+    pub(super) fn resolved_only(&self, names: &[bool], slots: &[bool]) -> bool {
+        let within = |bits: &[Cell<u64>], allowed: &[bool]| {
+            bits.iter().enumerate().all(|(w, word)| {
+                let mut word = word.get();
+                while word != 0 {
+                    let i = w * 64 + word.trailing_zeros() as usize;
+                    if !allowed[i] {
+                        return false;
+                    }
+                    word &= word - 1;
+                }
+                true
+            })
+        };
+        within(&self.resolved_names, names) && within(&self.resolved_slots, slots)
+    }
+
+    /// The index of `name` (one both sides know).
+    pub(super) fn name_index(&self, name: &FuncName) -> usize {
+        self.names_index[name] as usize
+    }
+
+    /// The name index of `func_ref` in `func`.
+    fn name_of_ref(&self, func: &Function, func_ref: FuncRef) -> Option<u32> {
+        let key = (func as *const Function, func_ref);
+        if let Some(&index) = self.ref_names.borrow().get(&key) {
+            return index;
+        }
+        let index = FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+            .and_then(|name| self.names_index.get(&name).copied());
+        self.ref_names.borrow_mut().insert(key, index);
+        index
     }
 
     /// Bytes of stack in use.
@@ -193,6 +264,11 @@ impl<'a> Machine<'a> {
     }
 }
 
+fn set_bit(bits: &[Cell<u64>], i: usize) {
+    let word = &bits[i / 64];
+    word.set(word.get() | 1 << (i % 64));
+}
+
 /// The raw value of an address, as the program saw it.
 pub(super) fn raw_of(address: &Address) -> u64 {
     match DataValue::try_from(address.clone()) {
@@ -216,8 +292,9 @@ fn value_of(raw: u64, ty: Type) -> Result<DataValue, MemoryError> {
 
 impl<'a> State<'a> for Machine<'a> {
     fn get_function(&self, func_ref: FuncRef) -> Option<&'a Function> {
-        self.functions
-            .get_from_func_ref(func_ref, self.get_current_function())
+        let index = self.name_of_ref(self.get_current_function(), func_ref)? as usize;
+        set_bit(&self.resolved_names, index);
+        Some(self.by_name[index])
     }
     fn get_current_function(&self) -> &'a Function {
         self.current_frame().function()
@@ -231,11 +308,29 @@ impl<'a> State<'a> for Machine<'a> {
         let base = (self.stack.len() as u64).next_multiple_of(16);
         self.stack.resize((base + size) as usize, 0);
         self.frame_base.push(base);
-        self.frames.push(Frame::new(function));
+        let spare = self
+            .spare_frames
+            .get_mut(&(function as *const Function))
+            .and_then(Vec::pop);
+        let frame = match spare {
+            Some(mut frame) => {
+                // Empty, as a new frame is: a value read before it is set stays an error.
+                frame.entries_mut().fill(None);
+                frame
+            }
+            None => Frame::new(function),
+        };
+        self.frames.push(frame);
     }
     fn pop_frame(&mut self) {
-        if let (Some(_), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
+        if let (Some(frame), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
             self.stack.truncate(base as usize);
+            let function = frame.function() as *const Function;
+            let spare = self.spare_frames.entry(function).or_default();
+            // A few per function: deep recursion would keep its frames all the piece long.
+            if spare.len() < SPARE_FRAMES {
+                spare.push(frame);
+            }
         }
     }
     fn current_frame_mut(&mut self) -> &mut Frame<'a> {
@@ -354,6 +449,9 @@ impl<'a> State<'a> for Machine<'a> {
             && address.entry == AddressFunctionEntry::UserFunction as u64
         {
             let slot = usize::try_from(address.offset).ok()?;
+            if slot < self.slot_fn.len() {
+                set_bit(&self.resolved_slots, slot);
+            }
             return self
                 .slot_fn
                 .get(slot)

@@ -57,6 +57,9 @@ pub struct ModGenConfig {
     pub max_base: usize,
     /// Instructions per straight-line stretch: 0 to `max_ops`.
     pub max_ops: usize,
+    /// Add the families of functions that similar merging's kinds of holes meet
+    /// ([`similar_hole_families`]).
+    pub similar_holes: bool,
 }
 
 impl ModGenConfig {
@@ -66,6 +69,7 @@ impl ModGenConfig {
             call_conv: CallConv::SystemV,
             max_base: 4,
             max_ops: 5,
+            similar_holes: false,
         }
     }
 
@@ -75,7 +79,14 @@ impl ModGenConfig {
             call_conv,
             max_base: 4,
             max_ops: 5,
+            similar_holes: false,
         }
+    }
+
+    /// This flavour with the families of [`similar_hole_families`].
+    pub fn with_similar_holes(mut self) -> Self {
+        self.similar_holes = true;
+        self
     }
 }
 
@@ -194,9 +205,12 @@ pub fn generate_module(data: &[u32], cfg: &ModGenConfig) -> GenModule {
         .collect();
     let mut base = Vec::new();
     let mut near = Vec::new();
+    let mut data_constants = Vec::new();
     for i in 0..k {
-        let (f, constants) =
+        let (f, data) =
             generate_function(&datas[i], cfg, format!("f{i}"), &sigs[i], &callees, None);
+        let constants = data.len();
+        data_constants.push(data);
         assert_valid(&f, "generated module function");
         // The near-copy: one of the constants changed.
         let tweak = (constants > 0).then(|| (ch.below(constants), 1 + ch.below(5) as i64));
@@ -229,11 +243,146 @@ pub fn generate_module(data: &[u32], cfg: &ModGenConfig) -> GenModule {
         let copy = copy_calling(f, format!("k{i}"), &mut ch, |_| Some('h'));
         functions.push((copy, random_linkage(&mut ch)));
     }
+    if cfg.similar_holes {
+        let near: Vec<Function> = functions[2 * k..3 * k]
+            .iter()
+            .map(|(f, _)| f.clone())
+            .collect();
+        for ((f, near), data) in base.iter().zip(&near).zip(&data_constants) {
+            for family in similar_hole_families(f, near, &sigs, data, &mut ch) {
+                functions.push((family, random_linkage(&mut ch)));
+            }
+        }
+    }
     GenModule {
         functions,
         aliases,
         base: k,
     }
+}
+
+/// The name of import `t` (0 to 2) of the signature of base function `j`: natively, the test's
+/// host function of that arity and `t`.
+pub fn import_name(t: usize, j: usize) -> String {
+    format!("y{t}_{j}")
+}
+
+/// The families of functions that similar merging's kinds of holes meet, from base function `f`
+/// (`f{i}`) and its near-copy `near` (`h{i}`, one constant changed):
+/// - imports as callees: `m{i}_0`..`m{i}_2`, copies of `f` whose calls of module functions `f_j`
+///   go to the import `y{t}_{j}` (same signature) instead, one `t` per copy;
+/// - constants value numbering shared: `e{i}`, a copy of `f` where the second of two constants
+///   of one type in one block is the first one's value (as GVN leaves equal constants), and
+///   `n{i}`, a copy of `f` where that second constant is the first one's number plus 1 to 5;
+/// - a call of itself against a call of another function: `r{i}`, a copy of `f` whose calls of
+///   functions of `f`'s own signature call `r{i}` itself, and `s{i}`, a copy of `near` whose
+///   same calls call `f{i}`.
+///
+/// Imports are declared not `colocated`: natively they are the test's own functions, which
+/// may be anywhere in memory.
+fn similar_hole_families(
+    f: &Function,
+    near: &Function,
+    sigs: &[Signature],
+    data_constants: &[cranelift_codegen::ir::Inst],
+    ch: &mut Choices,
+) -> Vec<Function> {
+    let name = f.name.to_string();
+    let i: usize = name
+        .trim_start_matches("%f")
+        .parse()
+        .expect("a base function");
+    let mut out = Vec::new();
+    let base_of = |g: &Function, r: FuncRef| -> Option<usize> {
+        let ExternalName::TestCase(t) = &g.dfg.ext_funcs[r].name else {
+            return None;
+        };
+        let text = String::from_utf8_lossy(t.raw()).into_owned();
+        let j = text.strip_prefix('f').or_else(|| text.strip_prefix('a'))?;
+        j.parse().ok()
+    };
+    // Imports as callees.
+    let calls_module = f.dfg.ext_funcs.keys().any(|r| base_of(f, r).is_some());
+    if calls_module {
+        for t in 0..3 {
+            let mut m = copy_calling(f, format!("m{i}_{t}"), ch, |_| None);
+            let refs: Vec<FuncRef> = m.dfg.ext_funcs.keys().collect();
+            for r in refs {
+                if let Some(j) = base_of(&m, r) {
+                    m.dfg.ext_funcs[r].name = ExternalName::testcase(import_name(t, j));
+                    m.dfg.ext_funcs[r].colocated = false;
+                }
+            }
+            assert_valid(&m, "import family");
+            out.push(m);
+        }
+    }
+    // Equal constants, shared or not.
+    if let Some((first, second)) = equal_constants(f, data_constants) {
+        let mut e = f.clone();
+        e.name = UserFuncName::testcase(format!("e{i}"));
+        let kept = e.dfg.first_result(first);
+        let gone = e.dfg.first_result(second);
+        e.dfg.clear_results(second);
+        e.dfg.change_to_alias(gone, kept);
+        e.layout.remove_inst(second);
+        e.dfg.resolve_all_aliases();
+        assert_valid(&e, "shared constant");
+        out.push(renumber(&e, ch));
+        let mut n = f.clone();
+        n.name = UserFuncName::testcase(format!("n{i}"));
+        let ty = n.dfg.value_type(n.dfg.first_result(second));
+        if let cranelift_codegen::ir::InstructionData::UnaryImm { imm, .. } = n.dfg.insts[first] {
+            let other = mask(imm.bits().wrapping_add(1 + ch.below(5) as i64), ty);
+            n.dfg.insts[second] = cranelift_codegen::ir::InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm: other.into(),
+            };
+        }
+        assert_valid(&n, "constants apart");
+        out.push(renumber(&n, ch));
+    }
+    // A call of itself against a call of another function of the same signature.
+    let own_sig = &f.signature;
+    let same_sig = |g: &Function, r: FuncRef| base_of(g, r).is_some_and(|j| &sigs[j] == own_sig);
+    if f.dfg.ext_funcs.keys().any(|r| same_sig(f, r)) {
+        let redirect = |g: &Function, name: String, target: &str, ch: &mut Choices| {
+            let mut g = copy_calling(g, name, ch, |_| None);
+            let refs: Vec<FuncRef> = g.dfg.ext_funcs.keys().collect();
+            for r in refs {
+                if same_sig(&g, r) {
+                    g.dfg.ext_funcs[r].name = ExternalName::testcase(target);
+                }
+            }
+            assert_valid(&g, "self-call family");
+            g
+        };
+        out.push(redirect(f, format!("r{i}"), &format!("r{i}"), ch));
+        out.push(redirect(near, format!("s{i}"), &format!("f{i}"), ch));
+    }
+    out
+}
+
+/// Two data constants (`iconst`s that bound no call or loop) of one block with one type, the
+/// first before the second.
+fn equal_constants(
+    f: &Function,
+    data_constants: &[cranelift_codegen::ir::Inst],
+) -> Option<(cranelift_codegen::ir::Inst, cranelift_codegen::ir::Inst)> {
+    for block in f.layout.blocks() {
+        let mut seen: HashMap<Type, cranelift_codegen::ir::Inst> = HashMap::new();
+        for inst in f.layout.block_insts(block) {
+            if !data_constants.contains(&inst) {
+                continue;
+            }
+            let ty = f.dfg.value_type(f.dfg.first_result(inst));
+            if let Some(&first) = seen.get(&ty) {
+                return Some((first, inst));
+            }
+            seen.insert(ty, inst);
+        }
+    }
+    None
 }
 
 /// A renumbered copy of `f` named `name`, where each declaration of `f_j` or `a_j` is pointed at
@@ -272,9 +421,9 @@ fn mask(x: i64, ty: Type) -> i64 {
 /// Choices read by one base function (at most; the rest are 0).
 const FUNCTION_CHOICES: usize = 600;
 
-/// A function from the choice sequence `data`, and the number of its *data* constants (the
-/// `iconst`s of values it computes with; not those that bound its calls and loops). `tweak`
-/// `(n, delta)` adds `delta` to the `n`th of them.
+/// A function from the choice sequence `data`, and its *data* constants (the `iconst`s of
+/// values it computes with; not those that bound its calls and loops). `tweak` `(n, delta)`
+/// adds `delta` to the `n`th of them.
 fn generate_function(
     data: &[u32],
     cfg: &ModGenConfig,
@@ -282,7 +431,7 @@ fn generate_function(
     sig: &Signature,
     callees: &[Callee],
     tweak: Option<(usize, i64)>,
-) -> (Function, usize) {
+) -> (Function, Vec<cranelift_codegen::ir::Inst>) {
     let mut ch = Choices::new(data);
     let mut func = Function::with_name_signature(UserFuncName::testcase(name), sig.clone());
     let mut ctx = FunctionBuilderContext::new();
@@ -299,12 +448,13 @@ fn generate_function(
             sig_refs: HashMap::new(),
             slot: None,
             constants: 0,
+            data_constants: Vec::new(),
             tweak,
         };
         body.build();
         body.b.seal_all_blocks();
         body.b.finalize(frontend_config());
-        constants = body.constants;
+        constants = body.data_constants;
     }
     (func, constants)
 }
@@ -322,6 +472,8 @@ struct Body<'f, 'c, 'd> {
     slot: Option<StackSlot>,
     /// Integer data constants made so far.
     constants: usize,
+    /// Their instructions.
+    data_constants: Vec<cranelift_codegen::ir::Inst>,
     /// Add `.1` to data constant number `.0`.
     tweak: Option<(usize, i64)>,
 }
@@ -402,7 +554,10 @@ impl Body<'_, '_, '_> {
                     _ => x,
                 };
                 self.constants += 1;
-                self.b.ins().iconst(ty, mask(x, ty))
+                let v = self.b.ins().iconst(ty, mask(x, ty));
+                let inst = self.b.func.dfg.value_def(v).unwrap_inst();
+                self.data_constants.push(inst);
+                v
             }
         };
         self.add(v)

@@ -5,14 +5,14 @@ use crate::module::ModuleFunction;
 /// An error while compiling the module or writing its object.
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectError {
-    /// The target is not one of [`super::SUPPORTED_TARGETS`].
-    #[error("unsupported target `{0}`; supported targets: {targets}", targets = super::SUPPORTED_TARGETS.join(", "))]
+    /// The target is not one of [`super::supported::SUPPORTED_TARGETS`].
+    #[error("unsupported target `{0}`; supported targets: {targets}", targets = super::supported::SUPPORTED_TARGETS.join(", "))]
     UnsupportedTarget(String),
     /// The target triple does not parse.
     #[error("{0}")]
     BadTarget(String),
     /// No target was given and the host is not a supported one.
-    #[error("the host {0} is not a supported target; pass --target (one of {targets})", targets = super::SUPPORTED_TARGETS.join(", "))]
+    #[error("the host {0} is not a supported target; pass --target (one of {targets})", targets = super::supported::SUPPORTED_TARGETS.join(", "))]
     HostNotSupported(String),
     /// Cranelift refused the target or a flag.
     #[error("{0}")]

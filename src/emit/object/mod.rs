@@ -31,7 +31,8 @@
 //! | `define.rs` | 4: declares and defines functions in cranelift-object |
 //! | `symbols.rs` | 4: alias symbols, the report's symbol map |
 //! | `addrsig.rs` | 5: the address-significance table |
-//! | `target.rs` | targets, ISA flags, the jump thunk's bytes |
+//! | `supported.rs` | the targets objects can be written for |
+//! | `target.rs` | targets, [`ObjectOptions`], ISA flags, the jump thunk's bytes |
 //! | `error.rs` | [`ObjectError`] |
 
 mod addrsig;
@@ -42,10 +43,10 @@ mod folding;
 mod forms;
 mod linkonce;
 mod slots;
+mod supported;
 mod symbols;
 mod target;
 
-use crate::merge::Mode;
 use crate::module::{ClifModule, SymbolLinkage};
 use crate::refs::ModuleRefs;
 use cranelift_codegen::isa::OwnedTargetIsa;
@@ -53,31 +54,14 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 use object::SectionKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use target_lexicon::{BinaryFormat, Triple};
+use target_lexicon::BinaryFormat;
 
 pub use error::ObjectError;
 pub use forms::{CodeForm, FunctionCode};
 pub use slots::symbol_name;
-pub use target::{
-    IsaSettings, OptLevel, SUPPORTED_TARGETS, TARGET_SHORT_NAMES, host_target, parse_target,
-};
+pub use supported::{SUPPORTED_TARGETS, TARGET_SHORT_NAMES};
+pub use target::{IsaSettings, ObjectOptions, OptLevel, host_target, parse_target};
 
-/// How an object is written.
-#[derive(Clone, Debug)]
-pub struct ObjectOptions {
-    /// The target triple (see [`SUPPORTED_TARGETS`]).
-    pub target: Triple,
-    /// Cranelift's optimization level.
-    pub opt_level: OptLevel,
-    /// CPU preset and flags (default: the target's baseline).
-    pub isa: IsaSettings,
-    /// One text section per function.
-    pub function_sections: bool,
-    /// The rules for folded functions, as for IR merges.
-    pub mode: Mode,
-    /// Fold functions whose machine code is identical (phase 3).
-    pub fold_machine_code: bool,
-}
 /// What the object holds; the `"object"` part of the JSON report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ObjectReport {

@@ -1,30 +1,47 @@
-//! The targets objects are written for, Cranelift's flags for them, and the bytes of a jump.
+//! The targets objects are written for, how they are compiled ([`ObjectOptions`]), Cranelift's
+//! flags for them, and the bytes of a jump.
 
-use super::ObjectOptions;
 use super::error::ObjectError;
+use super::supported::{SUPPORTED_TARGETS, TARGET_SHORT_NAMES};
+use crate::merge::Mode;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::isa::{self, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use std::str::FromStr;
 use target_lexicon::{Architecture, BinaryFormat, Triple};
 
-/// The targets objects can be written for.
-pub const SUPPORTED_TARGETS: &[&str] = &[
-    "x86_64-unknown-linux-gnu",
-    "aarch64-unknown-linux-gnu",
-    "x86_64-apple-darwin",
-    "aarch64-apple-darwin",
-];
+/// How an object is written.
+#[derive(Clone, Debug)]
+pub struct ObjectOptions {
+    /// The target triple (see [`SUPPORTED_TARGETS`]).
+    pub target: Triple,
+    /// Cranelift's optimization level.
+    pub opt_level: OptLevel,
+    /// CPU preset and flags (default: the target's baseline).
+    pub isa: IsaSettings,
+    /// One text section per function.
+    pub function_sections: bool,
+    /// The rules for folded functions, as for IR merges.
+    pub mode: Mode,
+    /// Fold functions whose machine code is identical (phase 3).
+    pub fold_machine_code: bool,
+}
 
-/// Cranelift's optimization level.
+/// Cranelift's optimization level. With the `cli` feature, also a [`clap::ValueEnum`]
+/// (`--opt-level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum OptLevel {
     /// No optimization (`opt_level=none`).
     None,
     #[default]
     /// `opt_level=speed`, the default.
     Speed,
-    /// `opt_level=speed_and_size`.
+    /// `opt_level=speed_and_size` (on the command line `speed-and-size` is accepted too).
+    #[cfg_attr(
+        feature = "cli",
+        value(name = "speed_and_size", alias = "speed-and-size")
+    )]
     SpeedAndSize,
 }
 
@@ -37,14 +54,6 @@ impl OptLevel {
         }
     }
 }
-
-/// The short target names Cranelift's `isa::lookup_by_name` takes, as `(name, triple)`: each
-/// stands for its Linux triple, the one a bare architecture most often means.
-pub const TARGET_SHORT_NAMES: &[(&str, &str)] = &[
-    ("x86_64", "x86_64-unknown-linux-gnu"),
-    ("aarch64", "aarch64-unknown-linux-gnu"),
-    ("arm64", "aarch64-unknown-linux-gnu"),
-];
 
 /// Parses a target triple, or a short name of one ([`TARGET_SHORT_NAMES`]), and checks that
 /// objects can be written for it.

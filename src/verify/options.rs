@@ -1,0 +1,55 @@
+//! [`VerifyOptions`]: how much `--verify` runs.
+
+use crate::module::FuncName;
+use std::collections::BTreeSet;
+
+/// How much to run.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Argument tuples per function.
+    pub runs: usize,
+    /// Seed of the pseudo-random arguments.
+    pub seed: u64,
+    /// Instructions one run may execute (on each side).
+    pub fuel: u64,
+    /// A function's remaining runs are not done once this many of its runs were inconclusive
+    /// (they are costly). After the first two, its arguments are small numbers only, which
+    /// more often make loops and recursion end.
+    pub max_inconclusive: usize,
+    /// Calls that may be in progress at once.
+    pub max_depth: usize,
+    /// Bytes of stack slots that may be live at once.
+    pub max_stack_bytes: usize,
+    /// Only these functions of the original are run (None: all). For checks of one function
+    /// of a large module, such as the mutation check over the corpus.
+    pub only: Option<BTreeSet<FuncName>>,
+}
+
+impl VerifyOptions {
+    /// The limits of the merged side of a run whose original ended: a merged function may take
+    /// a few more instructions, calls and frames (a thunk on the way), not more than this. One
+    /// that hits these limits where the original ended does not do the same (a loop that no
+    /// longer ends, a recursion that no longer stops): a mismatch.
+    pub(super) fn for_merged_side(&self) -> VerifyOptions {
+        VerifyOptions {
+            fuel: self.fuel.saturating_mul(4).saturating_add(1_000),
+            max_depth: self.max_depth.saturating_mul(2).saturating_add(2),
+            max_stack_bytes: self.max_stack_bytes.saturating_mul(2),
+            ..self.clone()
+        }
+    }
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            runs: 64,
+            seed: 0x5eed_c11f,
+            fuel: 50_000,
+            max_inconclusive: 6,
+            max_depth: 2_000,
+            max_stack_bytes: 16 << 20,
+            only: None,
+        }
+    }
+}
