@@ -237,10 +237,11 @@ fn jit_preemptible_pair_jumps_to_the_private_copy_or_its_stand_in() {
         ..Default::default()
     };
     for similar in [None, Some(similar)] {
-        let mut module = match similar.clone() {
-            None => MergingModule::deferred(host_jit()),
-            Some(options) => MergingModule::deferred_similar(host_jit(), options),
+        let options = clif_merge::MergeOptions {
+            similar: similar.clone(),
+            ..Default::default()
         };
+        let mut module = MergingModule::with_options(host_jit(), options);
         let sig = signature(CallConv::SystemV, 2);
         let pa = module
             .declare_function("pa", Linkage::Preemptible, &sig)
