@@ -155,7 +155,7 @@ struct Held {
 struct Eager {
     /// (hash, tokens, classes of the callees) to the first function defined with it.
     seen: FxHashMap<(u64, Vec<u32>, Vec<FunctionId>), FuncId>,
-    /// A function compiled as a thunk, to the function holding its body.
+    /// A function defined as a thunk, to the function holding its body.
     rep: FxHashMap<FuncId, FuncId>,
     /// Functions that must never become preemptible: the functions thunks call, and thunks
     /// whose calls were compared as calls to the function holding their body.
@@ -205,8 +205,8 @@ pub struct MergingModule<M: Module> {
 }
 
 impl<M: Module> MergingModule<M> {
-    /// Eager merging: each function is compared with the ones defined before it and compiled at
-    /// once, as itself or as a thunk calling an earlier equal function.
+    /// Eager merging: each function is compared with the ones defined before it and defined at
+    /// once, as itself or as a thunk of an earlier equal function.
     pub fn new(inner: M) -> Self {
         Self::with_timing(inner, Timing::Eager(Box::default()))
     }
@@ -240,8 +240,8 @@ impl<M: Module> MergingModule<M> {
     /// its shared body), on `options.threads` threads.
     ///
     /// cranelift-module has no aliases and cannot leave a declared function undefined: whatever
-    /// the mode, a function the merge replaced is defined as a thunk calling the function
-    /// holding its body; the mode decides which functions may be merged and what the report
+    /// the mode, a function the merge replaced is defined as a thunk of the function holding
+    /// its body (one jump where the conventions allow it); the mode decides which functions may be merged and what the report
     /// says. A summary for global merging cannot be honoured (its shared bodies need symbols
     /// only the object writer makes): `finish` refuses it ([`crate::Error::Unsupported`]).
     ///
