@@ -104,7 +104,8 @@ pub(super) fn define_thunk<M: Module>(
 }
 
 // The targets a jump is written for are built in (the default features).
-#[cfg(all(test, feature = "x86_64", feature = "aarch64"))]
+#[cfg(all(feature = "x86_64", feature = "aarch64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::merge::thunk::write_thunk;
