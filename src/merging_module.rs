@@ -12,12 +12,15 @@
 //!   them all at once with the exact, whole-module merge ([`crate::merge_module`], recursion
 //!   included) and then defines every function in the inner module.
 //! - [`MergingModule::new`] (eager): each body is compared, when it is defined, with the bodies
-//!   defined before it; an equal one is compiled as a thunk calling the first. Cheaper in memory
+//!   defined before it; an equal one is defined as a thunk of the first. Cheaper in memory
 //!   and latency, and what a JIT wants, but it only finds what order allows (a function is
 //!   merged with an earlier one whose callees were already known equal).
 //!
 //! cranelift-module has no aliases and a JIT must be able to call every `FuncId`: a function the
-//! merge replaced is always defined, as a thunk calling the function holding its body.
+//! merge replaced is always defined, as a thunk: one jump to the function holding its body (5
+//! bytes on x86_64, 4 on aarch64) where the conventions allow it (see `jump.rs`), else a
+//! compiled thunk calling it. A similar merge's member thunks pass values of their own: they
+//! are always compiled.
 //!
 //! # Accepted and refused calls
 //!
@@ -50,15 +53,17 @@
 //! safe: a thunk keeps its own symbol and address whatever its visibility. Deferred mode reads
 //! the linkages at [`MergingModule::finish`], after every declaration.
 
+mod jump;
+
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::merge::frame::reads_own_frame;
-use crate::merge::thunk::write_thunk;
+use crate::merge::thunk::{is_forwarding_thunk, write_thunk};
 use crate::merge::{Action, MergeReport, MergedClass, Replacement};
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
 use crate::pass::{MergeOptions, merge_module_with_options};
 use crate::similar::SimilarOptions;
 use cranelift_codegen::control::ControlPlane;
-use cranelift_codegen::ir::{ExternalName, Function, Signature, UserFuncName};
+use cranelift_codegen::ir::{ExternalName, Function, InstructionData, Signature, UserFuncName};
 use cranelift_codegen::{Context, isa};
 use cranelift_entity::EntityRef;
 use cranelift_module::{
@@ -150,7 +155,7 @@ struct Held {
 struct Eager {
     /// (hash, tokens, classes of the callees) to the first function defined with it.
     seen: FxHashMap<(u64, Vec<u32>, Vec<FunctionId>), FuncId>,
-    /// A function compiled as a thunk, to the function holding its body.
+    /// A function defined as a thunk, to the function holding its body.
     rep: FxHashMap<FuncId, FuncId>,
     /// Functions that must never become preemptible: the functions thunks call, and thunks
     /// whose calls were compared as calls to the function holding their body.
@@ -174,8 +179,9 @@ enum Timing {
 /// [`MergingModule::try_finish`], which hands the inner module back); the [`ControlPlane`]
 /// given to `define_function_with_control_plane` is kept with the body and used when the body,
 /// or the thunk that replaces it, is compiled at `finish`. In **eager** mode
-/// ([`MergingModule::new`]) every function is compiled at once, as itself or as a thunk, and
-/// the context holds what was compiled.
+/// ([`MergingModule::new`]) every function is defined at once, as itself or as a thunk, and
+/// the context holds what was defined: the body and its compiled code, or the thunk's IR, with
+/// compiled code only when the thunk was compiled rather than defined as one jump.
 ///
 /// ```
 /// use cranelift_jit::{JITBuilder, JITModule};
@@ -199,8 +205,8 @@ pub struct MergingModule<M: Module> {
 }
 
 impl<M: Module> MergingModule<M> {
-    /// Eager merging: each function is compared with the ones defined before it and compiled at
-    /// once, as itself or as a thunk calling an earlier equal function.
+    /// Eager merging: each function is compared with the ones defined before it and defined at
+    /// once, as itself or as a thunk of an earlier equal function.
     pub fn new(inner: M) -> Self {
         Self::with_timing(inner, Timing::Eager(Box::default()))
     }
@@ -234,8 +240,8 @@ impl<M: Module> MergingModule<M> {
     /// its shared body), on `options.threads` threads.
     ///
     /// cranelift-module has no aliases and cannot leave a declared function undefined: whatever
-    /// the mode, a function the merge replaced is defined as a thunk calling the function
-    /// holding its body; the mode decides which functions may be merged and what the report
+    /// the mode, a function the merge replaced is defined as a thunk of the function holding
+    /// its body (one jump where the conventions allow it); the mode decides which functions may be merged and what the report
     /// says. A summary for global merging cannot be honoured (its shared bodies need symbols
     /// only the object writer makes): `finish` refuses it ([`crate::Error::Unsupported`]).
     ///
@@ -415,13 +421,18 @@ impl<M: Module> MergingModule<M> {
             .filter(|&f| !is_preemptible(declarations, f));
         // A body that reads its own frame would see the thunk's (`crate::merge::frame`).
         let merge_into = target.filter(|_| !own_preemptible && !reads_own_frame(&body));
-        if let Some(f) = merge_into {
-            // The thunk replaces a body the inner module would have verified.
-            self.check_verifies(ctx)?;
-            ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
+        match merge_into {
+            Some(f) => {
+                // The thunk replaces a body the inner module would have verified.
+                self.check_verifies(ctx)?;
+                ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
+                // `f`'s body has the signature of `body`: the key holds the whole signature.
+                jump::define_thunk(&mut self.inner, func, f, &body.signature, ctx, ctrl_plane)?;
+            }
+            None => self
+                .inner
+                .define_function_with_control_plane(func, ctx, ctrl_plane)?,
         }
-        self.inner
-            .define_function_with_control_plane(func, ctx, ctrl_plane)?;
 
         // Accepted: record it.
         let Timing::Eager(eager) = &mut self.timing else {
@@ -524,6 +535,59 @@ fn define_in<M: Module>(
                 .into_owned(),
             source: Box::new(source),
         })
+}
+
+/// Defines `id`, with signature `sig`, as a thunk calling `kept` (renamed as `renames` says),
+/// `kept_body` being the function of the merge that holds the name `kept`, if any (what is
+/// defined for `kept`, that body, a copy of it or a similar stand-in, has its signature): as one
+/// jump where allowed (`jump`), else compiled.
+fn define_thunk_in<M: Module>(
+    inner: &mut M,
+    id: FuncId,
+    sig: &Signature,
+    kept: &FuncName,
+    kept_body: Option<&Function>,
+    renames: &FxHashMap<FuncName, FuncName>,
+    ctrl_plane: &mut ControlPlane,
+) -> Result<(), FinishError> {
+    let kept = renames.get(kept).unwrap_or(kept);
+    let thunk = write_thunk(&user_name(id), sig, kept);
+    let Some((f, f_signature)) = func_id_of(kept).zip(kept_body.map(|b| &b.signature)) else {
+        return define_in(inner, id, thunk, ctrl_plane);
+    };
+    let mut ctx = Context::for_function(thunk);
+    jump::define_thunk(inner, id, f, f_signature, &mut ctx, ctrl_plane).map_err(|source| {
+        FinishError::Define {
+            function: inner
+                .declarations()
+                .get_function_decl(id)
+                .linkage_name(id)
+                .into_owned(),
+            source: Box::new(source),
+        }
+    })
+}
+
+/// The function `fid` now forwards to, when the merge made it a thunk in place: `fid` was
+/// replaced by the function the merge kept, and its body is a forwarding thunk calling that
+/// function, no more (`crate::merge::thunk`).
+fn thunk_callee<'a>(
+    cm: &ClifModule,
+    report: &'a MergeReport,
+    fid: FunctionId,
+) -> Option<&'a FuncName> {
+    let kept = report.kept_for(fid)?;
+    let func = &cm.function(fid).func;
+    if !is_forwarding_thunk(func) {
+        return None;
+    }
+    let first = func.layout.first_inst(func.layout.entry_block()?)?;
+    let InstructionData::Call { func_ref, .. } = func.dfg.insts[first] else {
+        return None;
+    };
+    let ext = &func.dfg.ext_funcs[func_ref];
+    let calls_kept = FuncName::of_external(&ext.name, func).as_ref() == Some(kept);
+    (calls_kept && !ext.patchable).then_some(kept)
 }
 
 fn finish_deferred<M: Module>(
@@ -654,11 +718,20 @@ fn merge_and_define<M: Module>(
                     rename_callees(&mut func, &renames);
                     func
                 }
-                _ => {
-                    let kept = renames.get(kept).unwrap_or(kept);
-                    write_thunk(&user_name(id), &cm.function(fid).func.signature, kept)
+                kept_body => {
+                    let sig = &cm.function(fid).func.signature;
+                    define_thunk_in(inner, id, sig, kept, kept_body, &renames, &mut planes[i])?;
+                    defined.insert(id);
+                    continue;
                 }
             }
+        } else if let Some(kept) = thunk_callee(&cm, &report, fid) {
+            // A thunk the merge wrote in place (the function keeps its symbol).
+            let kept_body = cm.resolve(kept).map(|k| &cm.function(k).func);
+            let sig = &cm.function(fid).func.signature;
+            define_thunk_in(inner, id, sig, kept, kept_body, &renames, &mut planes[i])?;
+            defined.insert(id);
+            continue;
         } else {
             let mut func = cm.function(fid).func.clone();
             rename_callees(&mut func, &renames);

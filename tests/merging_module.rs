@@ -188,7 +188,7 @@ fn deferred_local_function_in_data_keeps_its_own_address() {
 }
 
 #[test]
-fn eager_second_duplicate_is_compiled_as_a_thunk() {
+fn eager_second_duplicate_is_defined_as_a_thunk() {
     let mut module = MergingModule::new(jit());
     let a = declare(&mut module, "a", Linkage::Export);
     let b = declare(&mut module, "b", Linkage::Export);
@@ -206,8 +206,12 @@ fn eager_second_duplicate_is_compiled_as_a_thunk() {
     let first = big(&mut module, a);
     let second = big(&mut module, b);
     let first_len = first.compiled_code().unwrap().code_buffer().len();
-    let second_len = second.compiled_code().unwrap().code_buffer().len();
-    assert!(second_len < first_len, "{second_len} < {first_len}");
+    // The thunk is one jump, nothing compiled, on hosts that have one; else a smaller body.
+    let host_jumps = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+    assert_eq!(second.compiled_code().is_none(), host_jumps);
+    if let Some(code) = second.compiled_code() {
+        assert!(code.code_buffer().len() < first_len);
+    }
     caller(&mut module, c, b);
     let (mut jit, report) = module.finish().unwrap();
     jit.finalize_definitions().unwrap();
