@@ -233,3 +233,56 @@ fn the_reported_shared_body_is_what_thunk_members_call() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --verify must not be fooled
+// ---------------------------------------------------------------------------------------------
+
+/// `original` merged in safe mode, then its emitted CLIF edited by `edit` and read back:
+/// whether `verify_merge` finds a mismatch.
+fn verify_catches(original_text: &str, edit: impl Fn(&str) -> String) -> bool {
+    let original = read(Path::new("original.clif"), original_text);
+    let (merged, report) = merge(&original, Mode::Safe);
+    assert!(similar_groups(&report) > 0, "nothing merged");
+    let clif = emit::module_to_clif(&merged);
+    let edited = edit(&clif);
+    assert_ne!(edited, clif, "the edit changed nothing:\n{clif}");
+    let corrupted = read(Path::new("corrupted.clif"), &edited);
+    !verify_merge(&original, &corrupted, &report, &VerifyOptions::default()).is_ok()
+}
+
+/// Two members calling two imports (each through two signatures) merged; a thunk that passes
+/// the other member's import is a wrong merge that --verify reports.
+#[test]
+fn verify_reports_a_thunk_passing_the_wrong_import() {
+    let text =
+        std::fs::read_to_string(data_dir().join("import-called-with-two-signatures.clif")).unwrap();
+    assert!(verify_catches(&text, |clif| clif.replacen(
+        "fn1 = %e1 ",
+        "fn1 = %e0 ",
+        1
+    )));
+}
+
+/// A recursive member passes its own address; one passing the other callee instead is reported.
+#[test]
+fn verify_reports_a_recursive_member_passing_another_callee() {
+    let text = std::fs::read_to_string(data_dir().join("tail-self-call-against-other-callee.clif"))
+        .unwrap();
+    assert!(verify_catches(&text, |clif| clif.replacen(
+        "fn1 = colocated %f0 ",
+        "fn1 = colocated %h ",
+        1
+    )));
+}
+
+/// Float constants passed by their bits: a thunk passing -0.0 for 0.0 is reported.
+#[test]
+fn verify_reports_a_float_constant_of_the_other_sign() {
+    let text = std::fs::read_to_string(data_dir().join("float-constants-by-bits.clif")).unwrap();
+    assert!(verify_catches(&text, |clif| clif.replacen(
+        "f64const 0.0",
+        "f64const -0.0",
+        1
+    )));
+}
