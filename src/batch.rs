@@ -110,8 +110,11 @@ pub fn merge_functions<K: Clone>(entries: &[Entry<'_, K>], mode: Mode) -> Result
 ///     .enumerate()
 ///     .map(|(key, func)| Entry { key, func, linkage: SymbolLinkage::Export })
 ///     .collect();
+/// // Functions this small save bytes only when compiled (the embedder's call); the default
+/// // `min_saving` keeps the groups the cost model says save, this forces every group that fits.
+/// let similar = SimilarOptions { min_saving: i64::MIN / 2, ..SimilarOptions::default() };
 /// let options = MergeOptions {
-///     similar: Some(SimilarOptions::default()),
+///     similar: Some(similar),
 ///     ..MergeOptions::default()
 /// };
 /// let merged = merge_functions_with(&entries, &options).unwrap();
