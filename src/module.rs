@@ -20,7 +20,8 @@ pub use crate::name::FuncName;
 
 /// How a defined function's symbol is seen by the rest of the program.
 ///
-/// The declaration order is the order in which class members are considered for keeping.
+/// The declaration order is the order in which class members are considered for keeping, but
+/// for `linkonce`, which comes first (`crate::merge::policy::kept_order`).
 /// With the `cli` feature, also a [`clap::ValueEnum`] (`--default-linkage`), `linkonce` left out.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -38,8 +39,8 @@ pub enum SymbolLinkage {
     /// linker keeps one (LLVM's `linkonce_odr` hidden: an ELF COMDAT group, a Mach-O weak
     /// definition); visible to the objects of the link, not outside it. Global merging
     /// ([`crate::global`]) names such a function after its content, so every copy is the same
-    /// function. A merge treats it as preemptible: it is never merged, and calls to it are
-    /// never assumed to reach this copy.
+    /// function. A merge never replaces it, and never assumes that calls to it reach this
+    /// copy; a function equal to it calls it (every copy is the same function).
     #[cfg_attr(feature = "cli", value(skip))]
     LinkOnce,
 }

@@ -572,6 +572,76 @@ fn frame_readers_are_never_thunks_aarch64() {
     frame_readers_stay_whole(true);
 }
 
+/// A `linkonce` function (a shared body, or a user's) is one of identical copies of which the
+/// linker keeps any one: every unit must write it as the body. So a merge keeps it as the body
+/// of its class whatever the linkage and names of the others (an exported, hidden, local or
+/// preemptible function equal to it), never replaces it (nor a second `linkonce` member), and
+/// makes the others its thunks, never its aliases (refused when the object is written), or
+/// removes them where nothing else reaches them.
+#[test]
+fn a_linkonce_function_stays_the_body_of_its_class_in_every_mode() {
+    let body = "(i64) -> i64 system_v {\nblock0(v0: i64):\n    v1 = iconst.i64 3\n    \
+                v2 = imul v0, v1\n    v3 = iadd v2, v0\n    return v3\n}\n";
+    // %a_export comes first by linkage and by name: only the `linkonce` rule keeps %lo_y.
+    let mut text = String::from(
+        "; linkage: %lo_y linkonce\n; linkage: %lo_z linkonce\n; linkage: %h hidden\n\
+         ; linkage: %l local\n; linkage: %la local\n; linkage: %p preemptible\n",
+    );
+    for name in ["%lo_y", "%lo_z", "%a_export", "%h", "%l", "%la", "%p"] {
+        text += &format!("function {name}{body}");
+    }
+    text += "function %uses(i64) -> i64 system_v {\n    fn0 = colocated %l(i64) -> i64 system_v\n\
+             fn1 = colocated %la(i64) -> i64 system_v\nblock0(v0: i64):\n    \
+             v1 = call fn0(v0)\n    v2 = func_addr.i64 fn1\n    v3 = iadd v1, v2\n    \
+             return v3\n}\n";
+    let original = read_module_text(Path::new("lo.clif"), &text, ReadOptions::default()).unwrap();
+    let name = |n: &str| clif_merge::FuncName::parse(n).unwrap();
+    let text_of = |module: &ClifModule, n: &str| {
+        let id = module.resolve(&name(n))?;
+        Some(module.function(id).func.display().to_string())
+    };
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let mut module = original.clone();
+        clif_merge::merge_module(&mut module, mode);
+        for linkonce in ["%lo_y", "%lo_z"] {
+            assert_eq!(
+                text_of(&module, linkonce),
+                text_of(&original, linkonce),
+                "{mode:?}: {linkonce} stays the body"
+            );
+        }
+        for alias in module.aliases() {
+            let target = module.resolve(&alias.target).unwrap();
+            assert_ne!(
+                module.function(target).linkage,
+                clif_merge::SymbolLinkage::LinkOnce,
+                "{mode:?}: {} is an alias of a linkonce function",
+                alias.name
+            );
+        }
+        for member in ["%a_export", "%h", "%l", "%la", "%p"] {
+            let removed = member == "%l" && mode != Mode::Thunks;
+            match text_of(&module, member) {
+                None => assert!(removed, "{mode:?}: {member} removed"),
+                Some(text) => {
+                    let id = module.resolve(&name(member)).unwrap();
+                    let thunk = &module.function(id).func;
+                    assert!(
+                        !removed
+                            && clif_merge::merge::thunk::is_forwarding_thunk(thunk)
+                            && text.contains("%lo_y"),
+                        "{mode:?}: {member} should be a thunk of %lo_y:\n{text}"
+                    );
+                }
+            }
+        }
+        let options = object_options("x86_64-unknown-linux-gnu", mode);
+        if let Err(e) = clif_merge::emit::object::write_object(&module, 0, &options) {
+            panic!("{mode:?}: {e}");
+        }
+    }
+}
+
 /// The reader refuses an alias of a `linkonce` function; a module built through the library
 /// (`add_alias`, `set_linkage`) can still hold one. Its object would define the alias in the
 /// function's COMDAT group, which a link keeping another unit's copy drops: writing the object

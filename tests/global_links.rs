@@ -11,7 +11,7 @@
 //!
 //! The programs (`tests/data/global/`): the three units of `tests/global.rs`; `twins`, two
 //! shared bodies of other IR but equal machine code, and a body whose code depends on NaN
-//! canonicalization, with preemptible twins that make it an alias in `--mode aliases`;
+//! canonicalization, with preemptible twins that become its thunks in every mode;
 //! `linkonce`, user functions with `linkonce` linkage and no summary; and a small generated
 //! program with such twins. `every_generated_program_…` (ignored) does the
 //! same for larger generated programs.

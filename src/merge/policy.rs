@@ -5,6 +5,12 @@
 //! The rules, one hazard each:
 //! - The kept function is the first member by [`kept_order`]: linkage (export, hidden, local,
 //!   preemptible), then name. Keeping the most visible function lets the others go.
+//! - A `linkonce` function (a global shared body, `crate::global`) is one of identical copies
+//!   that every unit holding it writes, of which the linker keeps any one: each copy must be
+//!   the body, in every unit, whatever else the unit holds. So it comes first of all, is never
+//!   replaced (a second one in the class stays as it is), and the others call it as they would
+//!   any kept function (every copy is the same function) but are never its aliases: an alias
+//!   would be a second symbol in its COMDAT group, gone when the linker drops this copy.
 //! - A preemptible function may be replaced at link time, so it is never kept as the body others
 //!   call. When every member is preemptible, the IR merge makes a private copy of the body and
 //!   every member becomes a thunk (or alias) of it ([`AllPreemptible::PrivateCopy`]); machine-code
@@ -47,9 +53,14 @@ impl Action {
     }
 }
 
-/// The order in which class members are considered for keeping.
+/// The order in which class members are considered for keeping: `linkonce` first (see the
+/// module docs), then by linkage, then by name.
 pub fn kept_order(a: &ModuleFunction, b: &ModuleFunction) -> std::cmp::Ordering {
-    a.linkage.cmp(&b.linkage).then_with(|| a.name.cmp(&b.name))
+    let is_linkonce = |f: &ModuleFunction| f.linkage == SymbolLinkage::LinkOnce;
+    is_linkonce(b)
+        .cmp(&is_linkonce(a))
+        .then_with(|| a.linkage.cmp(&b.linkage))
+        .then_with(|| a.name.cmp(&b.name))
 }
 
 /// Whether `g` can disappear: only the calls we redirect can reach it.
@@ -116,15 +127,22 @@ pub fn decide_class<'a>(
         .min_by(|(_, a), (_, b)| kept_order(a.1.function, b.1.function))?;
     members.swap(0, at);
     let first = members[0].0;
-    let preemptible = members[0].1.function.linkage.is_preemptible();
+    let kept_linkage = members[0].1.function.linkage;
+    let kept_linkonce = kept_linkage == SymbolLinkage::LinkOnce;
+    // A `linkonce` body is the same function in every copy: it may be kept like any other.
+    let preemptible = kept_linkage.is_preemptible() && !kept_linkonce;
     let private_copy = preemptible && all_preemptible == AllPreemptible::PrivateCopy;
     if !private_copy {
         members.remove(0);
     }
     let replaced: Vec<(FunctionId, Action)> = members
         .into_iter()
+        .filter(|(_, g_facts)| g_facts.function.linkage != SymbolLinkage::LinkOnce)
         .filter_map(|(g, g_facts)| {
-            let action = action_for(mode, g_facts.function.linkage, g_facts.address_taken);
+            let action = match action_for(mode, g_facts.function.linkage, g_facts.address_taken) {
+                Action::Alias if kept_linkonce => Action::Thunk,
+                action => action,
+            };
             let keep_as_is =
                 action == Action::Thunk && ((preemptible && !private_copy) || stays_as_is(g));
             (!keep_as_is).then_some((g, action))

@@ -14,9 +14,10 @@ pub fn symbol_name(name: &FuncName) -> String {
 }
 
 /// The symbol of a defined function or alias: [`symbol_name`], but for a `linkonce` one named
-/// after a shared body's content, whose symbol also names the build. An alias counts too: the
-/// unit's own merge makes a shared body an alias of a private copy when its other members are
-/// preemptible (`--mode aliases`), and that symbol stands for the body as much as a definition.
+/// after a shared body's content, whose symbol also names the build. An alias so named counts
+/// too (earlier builds of round 2 made a shared body an alias of a private copy in
+/// `--mode aliases`, and CLIF they wrote may be compiled now): that symbol stands for the body
+/// as much as a definition.
 fn symbol_of(name: &FuncName, linkage: SymbolLinkage, build: &str) -> String {
     (linkage == SymbolLinkage::LinkOnce)
         .then(|| crate::global::shared_symbol(name, build))
