@@ -709,7 +709,7 @@ pub(super) fn removable(
     id: FunctionId,
     needs: &EntitySet<FunctionId>,
 ) -> bool {
-    can_remove(mode, module.function(id).linkage, needs.contains(id))
+    can_remove(mode, module.function(id).linkage, needs.contains(id), false)
 }
 
 #[cfg(test)]
