@@ -219,7 +219,7 @@ pub fn merge_module_with(
     report.similar = Some(Vec::new());
     loop {
         let start = Instant::now();
-        let groups = crate::similar::merge_similar_after(module, mode, options, prior);
+        let groups = crate::similar::merge_similar_after(module, mode, options, prior, input_ids);
         let merged_something = !groups.is_empty();
         report.add_similar_round(groups);
         times.similar += start.elapsed();
