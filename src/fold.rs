@@ -103,6 +103,8 @@ pub fn fold(
         let facts = |f| MemberFacts {
             function: module.function(f),
             address_taken: refs.address_taken(f),
+            // Folding sees the module as the merge left it: every symbol in it is written.
+            made_by_run: false,
         };
         // Only compiled functions take part: jump thunks are alone in their class already.
         let decision = decide_class(mode, AllPreemptible::AliasesOnly, members, facts, |_| false);

@@ -9,6 +9,9 @@
 //!   shared bodies of its groups would be.
 //! - `--verify` fails whenever a merged function is not valid CLIF, and a symbol's address the
 //!   merged side needs where the original did not is an unsupported run, not a mismatch.
+//! - a shared body that a later exact round finds equal to a function of the module is reported
+//!   as the function the members call, in every mode, and leaves no function the merge made
+//!   that nothing names (thunks mode kept it as a dead thunk).
 //!
 //! Every module is merged in every mode with every similar group taken; each merged function
 //! must pass the CLIF verifier, the emitted CLIF must read back, and `verify_merge` must agree.
@@ -24,8 +27,8 @@ use common::generator as _;
 use clif_merge::read::read_module_text;
 use clif_merge::verify::{VerifyOptions, verify_merge};
 use clif_merge::{
-    ClifModule, FuncName, MergeReport, Mode, ReadOptions, SimilarOptions, SymbolLinkage, emit,
-    merge_module_with,
+    Action, ClifModule, FuncName, MergeReport, Mode, ReadOptions, SimilarOptions, SymbolLinkage,
+    emit, merge_module_with,
 };
 use common::modgen::{GenModule, ModGenConfig, generate_module};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
@@ -398,6 +401,37 @@ proptest! {
             prop_assert_eq!(similar_groups(&check("family", &module, mode)), 1);
         }
     }
+
+    #[test]
+    fn a_shared_body_equal_to_a_function_is_what_the_report_names(
+        members in family(),
+        linkage in 0..3usize,
+    ) {
+        prop_assume!(constants_differ(&members));
+        let text = family_with_its_shared_body(&members, ["local", "export", "hidden"][linkage]);
+        let module = read(&text);
+        for mode in MODES {
+            let report = check("family", &module, mode);
+            prop_assert!(similar_groups(&report) >= 1, "no group\n{}", text);
+            let (merged, _) = merged_similar(&module, mode);
+            let clif = emit::module_to_clif(&merged);
+            for group in report.similar.iter().flatten() {
+                for member in group.members.iter().filter(|m| m.by == Action::Thunk) {
+                    prop_assert_eq!(
+                        callees(&merged, &member.name),
+                        vec![group.shared.clone()],
+                        "{:?}: {} calls other than its shared body\n{}", mode, member.name, clif
+                    );
+                }
+            }
+            for made in merged.functions().filter(|mf| module.lookup(&mf.name).is_none()) {
+                prop_assert!(
+                    merged.functions().any(|mf| callees(&merged, &mf.name).contains(&made.name)),
+                    "{:?}: nothing calls {}, which the merge made\n{}", mode, made.name, clif
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -521,6 +555,36 @@ block2:
         ));
     }
     text + &main_calling("s", members, false)
+}
+
+/// A family of similar functions `%f0..` differing in one constant, and `%u` (of `linkage`),
+/// which is exactly their shared body: the constant is its second parameter.
+fn family_with_its_shared_body(members: &[FamilyMember], linkage: &str) -> String {
+    let body =
+        "    v2 = imul v0, v1\n    v3 = iadd v2, v0\n    v4 = imul v3, v2\n    return v4\n}\n\n";
+    let mut text = linkages("f", members) + &format!("; linkage: %u {linkage}\n");
+    for (j, m) in members.iter().enumerate() {
+        text.push_str(&format!(
+            "function %f{j}(i64) -> i64 system_v {{\nblock0(v0: i64):\n    v1 = iconst.i64 {}\n{body}",
+            m.constant
+        ));
+    }
+    text.push_str("function %u(i64, i64) -> i64 system_v {\nblock0(v0: i64, v1: i64):\n");
+    text + body + &main_calling("f", members, false)
+}
+
+/// The module functions and imports `name` calls directly, in the order of its instructions.
+fn callees(module: &ClifModule, name: &FuncName) -> Vec<FuncName> {
+    let func = &module.function(module.resolve(name).unwrap()).func;
+    insts(func)
+        .into_iter()
+        .filter_map(|i| match func.dfg.insts[i] {
+            InstructionData::Call { func_ref, .. } => {
+                FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]

@@ -85,7 +85,7 @@ pub enum Mode {
     Safe,
     /// Addresses of merged functions are not significant: they become aliases.
     Aliases,
-    /// Every merged function keeps its symbol as a thunk; nothing is deleted.
+    /// Every merged function keeps its symbol as a thunk; nothing of the input is deleted.
     Thunks,
 }
 
@@ -212,21 +212,21 @@ pub fn merge_module_with(
 ) -> (MergeReport, PassTimes) {
     let mut times = PassTimes::default();
     let input_ids = module.id_count();
-    let (mut report, mut prior) = merge_exactly(module, mode, &mut times);
+    let (mut report, mut prior) = merge_exactly(module, mode, input_ids, &mut times);
     let Some(options) = similar else {
         return (report, times);
     };
     report.similar = Some(Vec::new());
     loop {
         let start = Instant::now();
-        let groups = crate::similar::merge_similar_after(module, mode, options, prior);
+        let groups = crate::similar::merge_similar_after(module, mode, options, prior, input_ids);
         let merged_something = !groups.is_empty();
         report.add_similar_round(groups);
         times.similar += start.elapsed();
         if !merged_something {
             break;
         }
-        let (exact, next) = merge_exactly(module, mode, &mut times);
+        let (exact, next) = merge_exactly(module, mode, input_ids, &mut times);
         report.add_exact_round(exact, module, input_ids);
         prior = next;
     }
@@ -234,15 +234,17 @@ pub fn merge_module_with(
     (report, times)
 }
 
-/// One exact merge of `module`: what it did, and what the similar merge after it may reuse.
+/// One exact merge of `module`, in a run that made the functions with ids from `input_ids` on:
+/// what it did, and what the similar merge after it may reuse.
 fn merge_exactly(
     module: &mut ClifModule,
     mode: Mode,
+    input_ids: usize,
     times: &mut PassTimes,
 ) -> (MergeReport, crate::similar::Prior) {
     let (classes, refs, shapes) = analyse_with_shapes(module, mode, times);
     let start = Instant::now();
-    let plan = MergePlan::decide(module, &classes, &refs, mode);
+    let plan = MergePlan::decide_in_run(module, &classes, &refs, mode, input_ids);
     let report = MergeReport::of_plan(module, &plan);
     apply(module, &refs, &plan);
     times.merging += start.elapsed();

@@ -11,6 +11,7 @@ use crate::parallel;
 use crate::partition::Classes;
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::GlobalValueData;
+use cranelift_entity::EntityRef;
 use rustc_hash::FxHashSet;
 
 /// Where a class's body lives after the merge.
@@ -61,6 +62,19 @@ impl MergePlan {
         refs: &ModuleRefs,
         mode: Mode,
     ) -> MergePlan {
+        Self::decide_in_run(module, classes, refs, mode, module.id_count())
+    }
+
+    /// [`MergePlan::decide`] in a run that made the functions with ids from `made_from` on
+    /// (shared bodies, private copies): no symbol of the input, so thunks mode need not keep
+    /// them (see `policy`).
+    pub(crate) fn decide_in_run(
+        module: &ClifModule,
+        classes: &Classes,
+        refs: &ModuleRefs,
+        mode: Mode,
+        made_from: usize,
+    ) -> MergePlan {
         // Each class on its own (in parallel: in a large module this reads many function bodies),
         // then the private copies are named in class order.
         let decided = parallel::map(
@@ -74,6 +88,7 @@ impl MergePlan {
                     |f| MemberFacts {
                         function: module.function(f),
                         address_taken: refs.address_taken(f),
+                        made_by_run: f.index() >= made_from,
                     },
                     |f| {
                         let func = &module.function(f).func;

@@ -17,7 +17,9 @@
 //!   folding, which cannot copy, only makes aliases, which name the body itself whatever the link
 //!   does with the symbol, and leaves the would-be thunks alone ([`AllPreemptible::AliasesOnly`]).
 //! - A `local` function whose address nobody takes can only be reached by the calls we redirect:
-//!   it is removed ([`can_remove`]).
+//!   it is removed ([`can_remove`]). In thunks mode every function of the input keeps its
+//!   symbol; one the run made (a shared body, a private copy) has no symbol anyone relies on, so
+//!   the rule still removes it: left as a thunk it would be dead code nobody calls.
 //! - Any other function may be reached from outside the module or compared by address: it keeps
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 //! - A function that already only forwards its arguments to `f` gains nothing from becoming a
@@ -63,14 +65,21 @@ pub fn kept_order(a: &ModuleFunction, b: &ModuleFunction) -> std::cmp::Ordering 
         .then_with(|| a.name.cmp(&b.name))
 }
 
-/// Whether `g` can disappear: only the calls we redirect can reach it.
-pub fn can_remove(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> bool {
-    mode != Mode::Thunks && linkage == SymbolLinkage::Local && !address_taken
+/// Whether `g` can disappear: only the calls we redirect can reach it, and it is not a symbol
+/// of the input that thunks mode keeps (`made_by_run`: the run made `g`, see the module docs).
+pub fn can_remove(
+    mode: Mode,
+    linkage: SymbolLinkage,
+    address_taken: bool,
+    made_by_run: bool,
+) -> bool {
+    (mode != Mode::Thunks || made_by_run) && linkage == SymbolLinkage::Local && !address_taken
 }
 
 /// What `g` becomes once merged.
-pub fn action_for(mode: Mode, linkage: SymbolLinkage, address_taken: bool) -> Action {
-    if can_remove(mode, linkage, address_taken) {
+pub fn action_for(g: &MemberFacts<'_>, mode: Mode) -> Action {
+    let linkage = g.function.linkage;
+    if can_remove(mode, linkage, g.address_taken, g.made_by_run) {
         Action::Removed
     } else if mode == Mode::Aliases {
         Action::Alias
@@ -95,6 +104,8 @@ pub struct MemberFacts<'a> {
     pub function: &'a ModuleFunction,
     /// Whether its address is observable in the module.
     pub address_taken: bool,
+    /// Whether this run made it (a shared body, a private copy): the input had no such symbol.
+    pub made_by_run: bool,
 }
 
 /// One class's decision.
@@ -139,7 +150,7 @@ pub fn decide_class<'a>(
         .into_iter()
         .filter(|(_, g_facts)| g_facts.function.linkage != SymbolLinkage::LinkOnce)
         .filter_map(|(g, g_facts)| {
-            let action = match action_for(mode, g_facts.function.linkage, g_facts.address_taken) {
+            let action = match action_for(&g_facts, mode) {
                 Action::Alias if kept_linkonce => Action::Thunk,
                 action => action,
             };

@@ -28,9 +28,8 @@ const PATIENCE: usize = 16;
 /// What a choice needs to know of the module.
 pub(super) struct Choice<'a> {
     pub(super) module: &'a ClifModule,
-    pub(super) mode: Mode,
     pub(super) options: &'a SimilarOptions,
-    pub(super) needs: &'a EntitySet<FunctionId>,
+    pub(super) removal: Removal<'a>,
     pub(super) uses: &'a CallUses,
 }
 
@@ -231,7 +230,7 @@ impl Choice<'_> {
         let first = &self.module.function(members[0].id).func;
         let (mut thunks, mut removed_call_sites) = (0, 0);
         for m in members {
-            if removable(self.module, self.mode, m.id, self.needs) {
+            if self.removal.removable(self.module, m.id) {
                 removed_call_sites += u64::from(self.uses.calls[m.id]);
             } else {
                 thunks += 1;
@@ -371,7 +370,7 @@ impl GroupFacts {
                 (int.min(255) as u8, float.min(255) as u8)
             })
             .collect();
-        let removable = |m: &Member| removable(choice.module, choice.mode, m.id, choice.needs);
+        let removable = |m: &Member| choice.removal.removable(choice.module, m.id);
         GroupFacts {
             values,
             positions: types.len(),
@@ -703,13 +702,28 @@ pub(super) fn needs_symbol(
     needs
 }
 
-pub(super) fn removable(
-    module: &ClifModule,
-    mode: Mode,
-    id: FunctionId,
-    needs: &EntitySet<FunctionId>,
-) -> bool {
-    can_remove(mode, module.function(id).linkage, needs.contains(id))
+/// Which members go, their callers calling the shared body, and which stay as thunks.
+#[derive(Clone, Copy)]
+pub(super) struct Removal<'a> {
+    pub(super) mode: Mode,
+    /// The functions that must keep a symbol ([`needs_symbol`]).
+    pub(super) needs: &'a EntitySet<FunctionId>,
+    /// The first id of the functions the run made (shared bodies of earlier rounds, private
+    /// copies): no symbol of the input, so thunks mode need not keep them.
+    pub(super) made_from: usize,
+}
+
+impl Removal<'_> {
+    /// Whether the member `id` may go (`crate::merge::policy::can_remove`).
+    pub(super) fn removable(&self, module: &ClifModule, id: FunctionId) -> bool {
+        let made_by_run = id.index() >= self.made_from;
+        can_remove(
+            self.mode,
+            module.function(id).linkage,
+            self.needs.contains(id),
+            made_by_run,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -81,7 +81,8 @@
 //! a body with another signature): a `local` member whose address is not taken — not by
 //! `func_addr`, a `symbol`, an alias, a `try_call`, nor by being another group's callee
 //! parameter — is removed in `safe` and `aliases` modes; every other member keeps its symbol as
-//! a thunk, in every mode.
+//! a thunk, in every mode. A shared body of an earlier round is no symbol of the input: as a
+//! member it goes by the first rule in `thunks` mode too.
 
 pub(crate) mod across;
 pub(crate) mod canonical;
@@ -214,15 +215,19 @@ pub fn merge_similar(
     mode: Mode,
     options: &SimilarOptions,
 ) -> Vec<SimilarGroup> {
-    rewrite::merge_similar(module, mode, options, None)
+    let made_from = module.id_count();
+    rewrite::merge_similar(module, mode, options, None, made_from)
 }
 
-/// [`merge_similar`] right after the exact merge, reusing what it found of the module.
+/// [`merge_similar`] right after the exact merge, reusing what it found of the module, in a
+/// run that made the functions with ids from `made_from` on (no symbol of the input: a member
+/// among them goes in thunks mode too, see `crate::merge::policy`).
 pub(crate) fn merge_similar_after(
     module: &mut ClifModule,
     mode: Mode,
     options: &SimilarOptions,
     prior: rewrite::Prior,
+    made_from: usize,
 ) -> Vec<SimilarGroup> {
-    rewrite::merge_similar(module, mode, options, Some(prior))
+    rewrite::merge_similar(module, mode, options, Some(prior), made_from)
 }

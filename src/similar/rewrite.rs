@@ -2,7 +2,7 @@
 //! turn members into thunks or remove them, and make the callers of removed members call the
 //! shared body with the members' values.
 
-use super::choose::{CallUses, Choice, calls_in, needs_symbol, removable};
+use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
 use super::cost::GroupShape;
 use super::find::{Member, similar_groups};
 use super::measure::{SizeJudge, Trial};
@@ -52,18 +52,22 @@ pub(super) fn merge_similar(
     mode: Mode,
     options: &SimilarOptions,
     prior: Option<Prior>,
+    made_from: usize,
 ) -> Vec<SimilarGroup> {
     let (refs, shapes) = refs_and_shapes(module, prior);
     let groups = similar_groups(module, &refs, &shapes);
     if groups.is_empty() {
         return Vec::new();
     }
-    // Calls are counted only where they matter: for members that may be removed.
-    let removable_member = mode != Mode::Thunks
-        && groups
-            .iter()
-            .flatten()
-            .any(|m| module.function(m.id).linkage == crate::module::SymbolLinkage::Local);
+    // Calls are counted only where they matter: for members that may be removed (before the
+    // members that need a symbol are known, any that the rule allows).
+    let none_needed = EntitySet::new();
+    let before_needs = Removal {
+        mode,
+        needs: &none_needed,
+        made_from,
+    };
+    let removable_member = (groups.iter().flatten()).any(|m| before_needs.removable(module, m.id));
     let uses = if removable_member {
         let calls = parallel::map(
             module.ids(),
@@ -75,6 +79,10 @@ pub(super) fn merge_similar(
         CallUses::default()
     };
     let needs = needs_symbol(module, &refs, &uses, &groups);
+    let removal = Removal {
+        needs: &needs,
+        ..before_needs
+    };
     // With a judge, groups the model prices below the threshold are chosen too: the model errs
     // both ways (it overprices stack arguments), and the measure decides.
     let choice_options = SimilarOptions {
@@ -87,9 +95,8 @@ pub(super) fn merge_similar(
     };
     let choice = Choice {
         module,
-        mode,
         options: &choice_options,
-        needs: &needs,
+        removal,
         uses: &uses,
     };
     let mut names = FxHashSet::default();
@@ -113,20 +120,19 @@ pub(super) fn merge_similar(
         })
         .collect();
     let accepted = match &options.judge {
-        Some(judge) => measured(module, mode, options, judge, &needs, accepted),
+        Some(judge) => measured(module, removal, options, judge, accepted),
         None => accepted,
     };
-    apply(module, mode, accepted, &needs)
+    apply(module, removal, accepted)
 }
 
 /// The groups of `accepted` that save at least the threshold when compiled by `judge`, each
 /// with its measured saving (see `measure.rs`).
 fn measured(
     module: &ClifModule,
-    mode: Mode,
+    removal: Removal<'_>,
     options: &SimilarOptions,
     judge: &SizeJudge,
-    needs: &EntitySet<FunctionId>,
     accepted: Vec<Planned>,
 ) -> Vec<Planned> {
     let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, _, p| {
@@ -139,7 +145,7 @@ fn measured(
             &p.name,
         );
         let thunks = (p.members.iter().enumerate())
-            .filter(|(_, m)| !removable(module, mode, m.id, needs))
+            .filter(|(_, m)| !removal.removable(module, m.id))
             .map(|(i, m)| {
                 let mf = module.function(m.id);
                 member_thunk(
@@ -343,9 +349,8 @@ fn arguments(module: &ClifModule, p: &Planned, m: usize) -> Vec<ExtraArgument> {
 /// Rewrites `module`: shared bodies in, members out or thunks, callers of removed members.
 fn apply(
     module: &mut ClifModule,
-    mode: Mode,
+    removal: Removal<'_>,
     accepted: Vec<Planned>,
-    needs: &EntitySet<FunctionId>,
 ) -> Vec<SimilarGroup> {
     let mut position: SecondaryMap<FunctionId, u32> =
         SecondaryMap::with_capacity(module.id_count());
@@ -376,7 +381,7 @@ fn apply(
         let mut members = Vec::with_capacity(p.members.len());
         for (m, member) in p.members.iter().enumerate() {
             let args = arguments(module, p, m);
-            let by = if removable(module, mode, member.id, needs) {
+            let by = if removal.removable(module, member.id) {
                 gone.insert(member.id);
                 redirect.insert(
                     member.id,
