@@ -527,14 +527,19 @@ fn define_in<M: Module>(
     let mut ctx = Context::for_function(func);
     inner
         .define_function_with_control_plane(id, &mut ctx, ctrl_plane)
-        .map_err(|source| FinishError::Define {
-            function: inner
-                .declarations()
-                .get_function_decl(id)
-                .linkage_name(id)
-                .into_owned(),
-            source: Box::new(source),
-        })
+        .map_err(|source| define_error(inner, id, source))
+}
+
+/// The error of defining `id` in `inner` at `finish`, naming the function by its symbol.
+fn define_error<M: Module>(inner: &M, id: FuncId, source: ModuleError) -> FinishError {
+    FinishError::Define {
+        function: inner
+            .declarations()
+            .get_function_decl(id)
+            .linkage_name(id)
+            .into_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// Defines `id`, with signature `sig`, as a thunk calling `kept` (renamed as `renames` says),
@@ -556,16 +561,8 @@ fn define_thunk_in<M: Module>(
         return define_in(inner, id, thunk, ctrl_plane);
     };
     let mut ctx = Context::for_function(thunk);
-    jump::define_thunk(inner, id, f, f_signature, &mut ctx, ctrl_plane).map_err(|source| {
-        FinishError::Define {
-            function: inner
-                .declarations()
-                .get_function_decl(id)
-                .linkage_name(id)
-                .into_owned(),
-            source: Box::new(source),
-        }
-    })
+    jump::define_thunk(inner, id, f, f_signature, &mut ctx, ctrl_plane)
+        .map_err(|source| define_error(inner, id, source))
 }
 
 /// The function `fid` now forwards to, when the merge made it a thunk in place: `fid` was
