@@ -9,9 +9,10 @@
 //! of the entries.
 
 use crate::error::{Error, Result};
-use crate::merge::{MergeReport, Mode};
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::pass::MergeOptions;
+use crate::pass::MergeReport;
+use crate::policy::Mode;
 use cranelift_codegen::ir::Function;
 use cranelift_entity::EntityRef;
 use rustc_hash::FxHashMap;
@@ -138,7 +139,7 @@ pub fn merge_functions_with<K: Clone>(
         module.define(entry.func.clone(), entry.linkage, None)?;
     }
     let (report, _) = crate::pass::merge_module_with_options(&mut module, options);
-    let stand_ins = crate::pass::similar_stand_ins(&module, &report);
+    let stand_ins = crate::pass::stand_ins_by_id(&module, &report);
     // Ids are stable: entry `i` is `FunctionId(i)`; the ids past the entries that still hold a
     // body (or stand in for a removed similar member) are the private copies, in order.
     let copies: Vec<FunctionId> = (entries.len()..module.id_count())

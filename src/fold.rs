@@ -1,5 +1,5 @@
 //! Machine-code folding: compiled functions whose bytes are identical and whose relocations point
-//! to the same targets fold into one, by the same policy as IR merges (`merge::policy`) and on
+//! to the same targets fold into one, by the same policy as IR merges (`crate::policy`) and on
 //! the same partition refiner (`partition`). Targets that are themselves folded count as the
 //! same, refined to the greatest fixpoint, as for the IR.
 //!
@@ -9,10 +9,9 @@
 //! folds, and writes what it is told.
 
 use crate::compare::{Fingerprint, hash};
-use crate::merge::Mode;
-use crate::merge::policy::{Action, AllPreemptible, MemberFacts, decide_class};
 use crate::module::{ClifModule, FunctionId, SymbolLinkage};
 use crate::partition;
+use crate::policy::{Action, AllPreemptible, MemberFacts, Mode, decide_class};
 use crate::refs::ModuleRefs;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_entity::PrimaryMap;

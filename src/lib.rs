@@ -53,9 +53,12 @@
 //! | [`refs`] | what every function refers to (callees, addresses taken), found once per module |
 //! | [`compare`](mod@compare) | the total order over functions: a fingerprint per function (stable, versioned encoding; holes for similar merging) and its hash |
 //! | `partition` (internal) | partition refinement to the greatest fixpoint, shared by the IR merge and folding |
-//! | [`merge`] | the IR merge: classes, the policy, the plan, the rewrite, the [`MergeReport`] |
+//! | `policy` (internal) | the rules every merge follows: [`Mode`], [`Action`], which member keeps the body, what the others become, which may go, functions that read their own frame |
+//! | `edit` (internal) | the IR edits every merge makes: thunks written and recognized ([`merge::thunk`]), calls with extra arguments, names a new function may take |
+//! | [`merge`] | the IR merge: classes, the plan, the rewrite |
 //! | [`similar`] | similar merging (`--similar`): functions equal but for constants, symbols or callees share one body with parameters |
 //! | [`global`] | global merging across units: content keys, summaries and `combine`, round 2 |
+//! | `pass` (internal) | the pass every entry point runs: global merging's round 2, the IR merge and similar merging in turn ([`merge_module_with_options`]), and one [`MergeReport`] of them all, with the stand-ins of removed similar members ([`MergeReport::stand_ins`]) |
 //! | `fold` (internal) | machine-code folding after compilation, on the same policy and refiner |
 //! | [`emit`] | the merged module as CLIF text, or as an ELF or Mach-O object ([`emit::object`]) |
 //! | `verify` | `--verify`: every function run before and after merging in cranelift-interpreter (feature `verify`) |
@@ -67,6 +70,14 @@
 //! The essay on *what* is compared and why is in [`compare`](mod@compare); the one on how classes are found
 //! in [`merge`]; similar merging's rules in [`similar`]; the object writer's phases in
 //! [`emit::object`].
+//!
+//! The modules are layers, each using only those below it, with no cycle
+//! (`tests/module_cycles.rs`): at the bottom the module, the comparison and the references
+//! (`module`, `compare`, `refs`, `partition`), then the rules and IR edits every merge shares
+//! (`policy`, `edit`); on them the ways of merging, siblings that never use each other
+//! ([`merge`], [`similar`], [`global`]); on those the pass that runs them and reports (`pass`);
+//! on top the entry points ([`pipeline`], [`batch`], [`MergingModule`]) and what reads the
+//! report (`verify`, [`report`], [`sizes`]).
 //!
 //! # Features
 //!
@@ -96,6 +107,7 @@
 
 pub mod batch;
 pub mod compare;
+pub(crate) mod edit;
 pub mod emit;
 mod error;
 #[cfg(feature = "object")]
@@ -113,6 +125,7 @@ pub(crate) mod partition;
 mod pass;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
+pub(crate) mod policy;
 #[cfg(feature = "reader")]
 pub mod read;
 pub(crate) mod references;
@@ -138,10 +151,12 @@ pub use cranelift_reader;
 pub use compare::{Fingerprint, compare};
 pub use error::{Error, Result};
 pub use guard::panic_is_caught;
-pub use merge::{Action, MergeReport, Mode, PassTimes, merge_module, merge_module_with};
+pub use merge::PassTimes;
 pub use merging_module::{FinishError, MergingModule};
 pub use module::{Alias, ClifModule, FuncName, FunctionId, ModuleFunction, SymbolLinkage};
 pub use pass::{MergeOptions, merge_module_with_options};
+pub use pass::{MergeReport, merge_module, merge_module_with};
+pub use policy::{Action, Mode};
 #[cfg(feature = "reader")]
 pub use read::{InputError, ReadOptions, read_files, read_module_text};
 pub use similar::SimilarOptions;

@@ -56,11 +56,12 @@
 mod jump;
 
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
-use crate::merge::frame::reads_own_frame;
-use crate::merge::thunk::{is_forwarding_thunk, write_thunk};
-use crate::merge::{Action, MergeReport, MergedClass, Replacement};
+use crate::edit::thunk::{is_forwarding_thunk, write_thunk};
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
 use crate::pass::{MergeOptions, merge_module_with_options};
+use crate::pass::{MergeReport, MergedClass, Replacement};
+use crate::policy::Action;
+use crate::policy::frame::reads_own_frame;
 use crate::similar::SimilarOptions;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{ExternalName, Function, InstructionData, Signature, UserFuncName};
@@ -419,7 +420,7 @@ impl<M: Module> MergingModule<M> {
             .get(&key)
             .copied()
             .filter(|&f| !is_preemptible(declarations, f));
-        // A body that reads its own frame would see the thunk's (`crate::merge::frame`).
+        // A body that reads its own frame would see the thunk's (`crate::policy::frame`).
         let merge_into = target.filter(|_| !own_preemptible && !reads_own_frame(&body));
         match merge_into {
             Some(f) => {
@@ -567,7 +568,7 @@ fn define_thunk_in<M: Module>(
 
 /// The function `fid` now forwards to, when the merge made it a thunk in place: `fid` was
 /// replaced by the function the merge kept, and its body is a forwarding thunk calling that
-/// function, no more (`crate::merge::thunk`).
+/// function, no more (`crate::edit::thunk`).
 fn thunk_callee<'a>(
     cm: &ClifModule,
     report: &'a MergeReport,
@@ -659,7 +660,7 @@ fn merge_and_define<M: Module>(
         defined.insert(held.id);
     }
     let (report, _) = merge_module_with_options(&mut cm, options);
-    let stand_ins = crate::pass::similar_stand_ins(&cm, &report);
+    let stand_ins = crate::pass::stand_ins_by_id(&cm, &report);
 
     // Private copies (ids past the defined functions) become anonymous functions of the inner
     // module; every body that names them names the new id instead.
@@ -708,7 +709,7 @@ fn merge_and_define<M: Module>(
                 .expect("a merged-away function's body is in another function");
             match cm.resolve(kept).map(|k| &cm.function(k).func) {
                 // Removed, so only the embedder reaches it (by its id): a copy of the body, not a
-                // thunk, for a body that reads its own frame (`crate::merge::frame`).
+                // thunk, for a body that reads its own frame (`crate::policy::frame`).
                 Some(body) if reads_own_frame(body) => {
                     let mut func = body.clone();
                     func.name = UserFuncName::user(0, id.as_u32());

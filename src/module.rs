@@ -21,7 +21,7 @@ pub use crate::name::FuncName;
 /// How a defined function's symbol is seen by the rest of the program.
 ///
 /// The declaration order is the order in which class members are considered for keeping, but
-/// for `linkonce`, which comes first (`crate::merge::policy::kept_order`).
+/// for `linkonce`, which comes first (`crate::policy::kept_order`).
 /// With the `cli` feature, also a [`clap::ValueEnum`] (`--default-linkage`), `linkonce` left out.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]

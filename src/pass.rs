@@ -1,10 +1,24 @@
-//! The pass as every entry point runs it: one [`MergeOptions`], then global merging's round 2
-//! (with a summary), the exact merge and similar merging (with similar options), on a pool of
-//! the threads asked for.
+//! The pass as every entry point runs it, the top layer: one [`MergeOptions`], then global
+//! merging's round 2 (with a summary), the exact merge and similar merging (with similar
+//! options) in turn, on a pool of the threads asked for, and one [`MergeReport`] of them all.
+//!
+//! The layers, each using only those below it (`tests/module_cycles.rs` checks it):
+//! 1. the rules and IR edits every merge shares: `crate::policy` ([`Mode`], [`crate::Action`],
+//!    which member keeps the body, what the others become, functions that read their own frame)
+//!    and `crate::edit` (thunks, call sites with extra arguments, free names);
+//! 2. the ways of merging, siblings that never use each other: the exact merge
+//!    (`crate::merge`), similar merging (`crate::similar`), global merging (`crate::global`);
+//! 3. this pass, which runs them and reports; the entry points ([`crate::pipeline`],
+//!    [`crate::batch`], [`crate::MergingModule`]) and `crate::verify` use it and its report.
+
+mod report;
+
+pub use report::{MergeReport, MergedClass, Replacement};
 
 use crate::global::Summary;
-use crate::merge::{Action, MergeReport, Mode, PassTimes, merge_module_with};
+use crate::merge::{MergePlan, PassTimes, analyse_with_shapes, apply};
 use crate::module::{ClifModule, FuncName, FunctionId};
+use crate::policy::Mode;
 use crate::similar::SimilarOptions;
 use cranelift_codegen::ir::Function;
 use cranelift_entity::EntityRef;
@@ -135,36 +149,92 @@ pub(crate) fn run(
     }
 }
 
-/// A thunk for every member a similar merge removed, calling its shared body with its values:
-/// cranelift-module has no way to leave a declared function undefined, and an embedder that
-/// compiles each function itself may still call the member by its own key.
-pub(crate) fn similar_stand_ins(
+/// Merges every class of equal functions in `module` and says what was done.
+pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
+    merge_module_with(module, mode, None)
+}
+
+/// [`merge_module`], then, with `similar`, similar merging of what remains (see
+/// [`crate::similar`]).
+///
+/// With `similar`, the two merges take turns until neither finds anything: similar merging can
+/// make functions equal (a shared body equal to a function that was there; the thunks of a
+/// removed kept function, which now pass the same values to the same body), and each merge can
+/// leave the other something (one group's merge changes the calls the cost model counted for
+/// another). So the module that comes out is one that both merges leave alone: a second run on
+/// it merges nothing.
+pub fn merge_module_with(
+    module: &mut ClifModule,
+    mode: Mode,
+    similar: Option<&SimilarOptions>,
+) -> (MergeReport, PassTimes) {
+    let mut times = PassTimes::default();
+    let input_ids = module.id_count();
+    let (mut report, mut prior) = merge_exactly(module, mode, input_ids, &mut times);
+    let Some(options) = similar else {
+        return (report, times);
+    };
+    report.similar = Some(Vec::new());
+    loop {
+        let start = Instant::now();
+        let groups = crate::similar::merge_similar_after(module, mode, options, prior, input_ids);
+        let merged_something = !groups.is_empty();
+        report.add_similar_round(groups);
+        times.similar += start.elapsed();
+        if !merged_something {
+            break;
+        }
+        let (exact, next) = merge_exactly(module, mode, input_ids, &mut times);
+        report.add_exact_round(exact, module, input_ids);
+        prior = next;
+    }
+    report.count_merged(module, input_ids);
+    (report, times)
+}
+
+/// One exact merge of `module`, in a run that made the functions with ids from `input_ids` on:
+/// what it did, and what the similar merge after it may reuse.
+fn merge_exactly(
+    module: &mut ClifModule,
+    mode: Mode,
+    input_ids: usize,
+    times: &mut PassTimes,
+) -> (MergeReport, crate::similar::Prior) {
+    let (classes, refs, shapes) = analyse_with_shapes(module, mode, times);
+    let start = Instant::now();
+    let plan = MergePlan::decide_in_run(module, &classes, &refs, mode, input_ids);
+    let report = MergeReport::of_plan(module, &plan);
+    apply(module, &refs, &plan);
+    times.merging += start.elapsed();
+    let unchanged = plan.classes.is_empty();
+    let prior = crate::similar::Prior {
+        shapes,
+        refs: unchanged.then_some(refs),
+    };
+    (report, prior)
+}
+
+/// [`MergeReport::stand_ins`] by the id of the member each stands for in `cm`, the module the
+/// report is of (merged-away functions keep their ids and names): for an embedder that compiles
+/// each function of the input itself and may still call a removed member by its own key.
+pub(crate) fn stand_ins_by_id(
     cm: &ClifModule,
     report: &MergeReport,
 ) -> FxHashMap<FunctionId, Function> {
-    let mut stand_ins = FxHashMap::default();
-    let Some(groups) = &report.similar else {
-        return stand_ins;
-    };
+    let stand_ins = report.stand_ins(cm);
+    if stand_ins.is_empty() {
+        return FxHashMap::default();
+    }
     // Every function by name, merged-away ones included (a removed member may be a held body
     // or a private copy the exact merge made).
-    let by_name: FxHashMap<&FuncName, FunctionId> = (0..cm.id_count())
+    let by_name: FxHashMap<FuncName, FunctionId> = (0..cm.id_count())
         .map(FunctionId::new)
-        .map(|f| (&cm.function(f).name, f))
+        .map(|f| (cm.function(f).name.clone(), f))
         .collect();
-    for group in groups {
-        let shared = cm.resolve(&group.shared).expect("a shared body is defined");
-        let shared_sig = &cm.function(shared).func.signature;
-        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            let fid = by_name[&member.name];
-            let sig = &cm.function(fid).func.signature;
-            stand_ins.insert(
-                fid,
-                crate::similar::stand_in(group, member, sig, shared_sig),
-            );
-        }
-    }
     stand_ins
+        .into_iter()
+        .map(|func| (by_name[&FuncName::of_function(&func)], func))
+        .collect()
 }
 
 #[cfg(test)]
@@ -182,5 +252,90 @@ mod tests {
         assert_eq!(options(1).in_pool(rayon::current_num_threads), 1);
         let current = rayon::current_num_threads();
         assert_eq!(options(0).in_pool(rayon::current_num_threads), current);
+    }
+
+    /// The one set of stand-ins (the report's, which `verify` defines by name) serves the
+    /// embedders too, which compile them under the member's id: each has the signature of the
+    /// member it stands for, whatever the convention and parameter types.
+    #[test]
+    fn a_stand_in_has_its_members_name_and_signature() {
+        let text = "
+            function %a(i64) -> i64 fast {
+            block0(v0: i64):
+                v1 = iconst.i64 3
+                v2 = imul v0, v1
+                v3 = iadd v2, v0
+                v4 = imul v3, v2
+                return v4
+            }
+            function %b(i64) -> i64 fast {
+            block0(v0: i64):
+                v1 = iconst.i64 5
+                v2 = imul v0, v1
+                v3 = iadd v2, v0
+                v4 = imul v3, v2
+                return v4
+            }
+            function %c(i32, f64) -> f64 tail {
+            block0(v0: i32, v1: f64):
+                v2 = f64const 0x1.8p1
+                v3 = fmul v1, v2
+                v4 = fcvt_from_sint.f64 v0
+                v5 = fadd v3, v4
+                v6 = fmul v5, v3
+                return v6
+            }
+            function %d(i32, f64) -> f64 tail {
+            block0(v0: i32, v1: f64):
+                v2 = f64const 0x1.4p2
+                v3 = fmul v1, v2
+                v4 = fcvt_from_sint.f64 v0
+                v5 = fadd v3, v4
+                v6 = fmul v5, v3
+                return v6
+            }
+            function %main(i64, i32, f64) -> i64, f64 fast {
+                fn0 = %a(i64) -> i64 fast
+                fn1 = %b(i64) -> i64 fast
+                fn2 = %c(i32, f64) -> f64 tail
+                fn3 = %d(i32, f64) -> f64 tail
+            block0(v0: i64, v1: i32, v2: f64):
+                v3 = call fn0(v0)
+                v4 = call fn1(v3)
+                v5 = call fn2(v1, v2)
+                v6 = call fn3(v1, v5)
+                return v4, v6
+            }
+        ";
+        let mut module = ClifModule::new();
+        for func in cranelift_reader::parse_functions(text).unwrap() {
+            let linkage = match FuncName::of_function(&func).to_string().as_str() {
+                "%main" => crate::SymbolLinkage::Export,
+                _ => crate::SymbolLinkage::Local,
+            };
+            module.define(func, linkage, None).unwrap();
+        }
+        let options = MergeOptions {
+            similar: Some(SimilarOptions {
+                min_saving: i64::MIN / 2,
+                ..SimilarOptions::default()
+            }),
+            ..MergeOptions::default()
+        };
+        let original = module.clone();
+        let (report, _) = merge_module_with_options(&mut module, &options);
+        assert_eq!(report.similar.as_ref().map(Vec::len), Some(2), "{report:?}");
+        let stand_ins = stand_ins_by_id(&module, &report);
+        let mut names: Vec<String> = stand_ins
+            .iter()
+            .map(|(&id, func)| {
+                let member = original.function(id);
+                assert_eq!(func.signature, member.func.signature, "{}", member.name);
+                assert_eq!(FuncName::of_function(func), member.name);
+                member.name.to_string()
+            })
+            .collect();
+        names.sort();
+        assert_eq!(names, ["%a", "%b", "%c", "%d"]);
     }
 }

@@ -1,7 +1,7 @@
 //! The report of a merge, for tools (JSON, a stable contract) and for people (text).
 
 use crate::emit::object::ObjectReport;
-use crate::merge::MergeReport;
+use crate::pass::MergeReport;
 use crate::sizes::{EntrySizes, SavedByKind, SizeAttribution};
 use std::fmt::Write;
 

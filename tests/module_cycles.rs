@@ -2,6 +2,9 @@
 //! finds the paths each one uses (`crate::…` and `super::…`, in `use` lines or inline), and
 //! builds the graph of files, an edge from a file to each file holding what it names (through
 //! `pub use` re-exports, to the file that defines the item). Fails on any cycle, printing it.
+//! And the merging layers hold (issue 22): the rules and IR edits every merge shares (`policy`,
+//! `edit`) use no way of merging, and the exact merge (`merge`) and similar merging (`similar`)
+//! are siblings that use neither each other nor what stands above them.
 //!
 //! Test code is left out (files named `tests.rs`, and `#[cfg(test)] mod tests { … }` at the end
 //! of a file): a test may use what it likes. So are the binary's files (`main.rs`, `cli/`),
@@ -13,24 +16,8 @@ use std::path::{Path, PathBuf};
 /// A module of the library: its path below the crate (`["merge", "thunk"]`), empty for the root.
 type ModPath = Vec<String>;
 
-/// Whether a strongly connected group of files is the one cycle known when this test was
-/// written: `merge/` and `similar/` use each other (`merge_module_with` calls similar merging,
-/// which uses `merge`'s `Mode`, `Action`, thunks and call sites). Issue 22 layers them (a bottom
-/// layer, `merge` and `similar` as siblings, a pass on top); once it lands, this goes, and the
-/// test allows no cycle at all. Any other group, or this one reaching past those two folders, fails.
-fn is_known_cycle(files: &BTreeSet<ModPath>) -> bool {
-    fn folder(m: &ModPath) -> Option<&str> {
-        m.first().map(String::as_str)
-    }
-    files.iter().any(|m| folder(m) == Some("merge"))
-        && files.iter().any(|m| folder(m) == Some("similar"))
-        && files
-            .iter()
-            .all(|m| matches!(folder(m), Some("merge" | "similar")))
-}
-
 #[test]
-fn the_library_has_no_import_cycle_but_the_known_one() {
+fn the_library_has_no_import_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let graph = ModuleGraph::read(&src);
     assert!(
@@ -38,22 +25,13 @@ fn the_library_has_no_import_cycle_but_the_known_one() {
         "the library's files were found: {:?}",
         graph.files.keys()
     );
-    let mut unknown = Vec::new();
-    for group in graph.strongly_connected() {
-        if group.len() > 1 && is_known_cycle(&group) {
-            // Past the harness's capture, so that `cargo test` shows it.
-            let files: Vec<_> = group
-                .iter()
-                .map(|m| graph.files[m].display().to_string())
-                .collect();
-            let note = format!(
-                "note: the known cycle between merge/ and similar/ is allowed: {}\n",
-                files.join(", ")
-            );
-            std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes()).unwrap();
-        } else if group.len() > 1 {
+    let cycles: Vec<String> = graph
+        .strongly_connected()
+        .into_iter()
+        .filter(|group| group.len() > 1)
+        .map(|group| {
             let files: Vec<_> = group.iter().map(|m| graph.files[m].display()).collect();
-            unknown.push(format!(
+            format!(
                 "{}\n  (all of {})",
                 graph.show_cycle(&group),
                 files
@@ -61,13 +39,78 @@ fn the_library_has_no_import_cycle_but_the_known_one() {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     assert!(
-        unknown.is_empty(),
+        cycles.is_empty(),
         "import cycles between modules (file → file it uses):\n{}",
-        unknown.join("\n")
+        cycles.join("\n")
+    );
+}
+
+/// Folders of the library and the folders each may not use, neither by a path written in it
+/// nor by what such a path resolves to: the bottom layer uses no way of merging; the ways of
+/// merging use neither each other nor the pass on top (`global` uses `similar`'s half of global
+/// merging, `similar/across.rs`, so it is not listed as a sibling of `similar`).
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    ("policy", &["edit", "merge", "similar", "global", "pass"]),
+    ("edit", &["merge", "similar", "global", "pass"]),
+    ("merge", &["similar", "global", "pass"]),
+    ("similar", &["merge", "global", "pass"]),
+    ("global", &["merge", "pass"]),
+];
+
+#[test]
+fn the_merging_layers_hold() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = ModuleGraph::read(&src);
+    for (folder, _) in FORBIDDEN {
+        assert!(
+            graph
+                .files
+                .keys()
+                .any(|m| m.first().map(String::as_str) == Some(folder)),
+            "src/{folder} exists"
+        );
+    }
+    let violations = graph.layer_violations(FORBIDDEN);
+    assert!(
+        violations.is_empty(),
+        "uses across the layers:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn a_use_across_the_layers_is_found() {
+    let dir = std::env::temp_dir().join(format!("clif-merge-layers-{}", std::process::id()));
+    let write = |file: &str, text: &str| {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "mod policy;\nmod merge;\nmod similar;\n");
+    write("policy/mod.rs", "pub enum Mode { Safe }\n");
+    // A path through `merge`'s re-export, and one resolved to `similar`'s file.
+    write(
+        "merge/mod.rs",
+        "pub use crate::policy::Mode;\nfn f() { crate::similar::g() }\n",
+    );
+    write("similar/mod.rs", "use crate::merge::Mode;\npub fn g() {}\n");
+    let graph = ModuleGraph::read(&dir);
+    let violations = graph.layer_violations(&[
+        ("policy", &["merge", "similar"]),
+        ("merge", &["similar"]),
+        ("similar", &["merge"]),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        violations,
+        [
+            "merge/mod.rs uses similar::g (in similar/mod.rs)",
+            "similar/mod.rs uses merge::Mode (in policy/mod.rs)",
+        ]
     );
 }
 
@@ -189,6 +232,39 @@ impl ModuleGraph {
             }
         }
         None
+    }
+
+    /// Every use by a file of a folder in `forbidden` of a folder it may not use, as
+    /// `merge/x.rs uses similar::y (in similar/y.rs)`: by the path written, or by the file
+    /// that path resolves to.
+    fn layer_violations(&self, forbidden: &[(&str, &[&str])]) -> Vec<String> {
+        let folder = |m: &[String]| m.first().cloned().unwrap_or_default();
+        let mut violations = Vec::new();
+        for (module, uses) in &self.uses {
+            let Some((_, banned)) = forbidden.iter().find(|(f, _)| *f == folder(module)) else {
+                continue;
+            };
+            for path in uses {
+                let target = self.file_of(path);
+                let reached = [Some(folder(path)), target.as_deref().map(folder)];
+                if reached
+                    .iter()
+                    .flatten()
+                    .any(|f| banned.contains(&f.as_str()))
+                {
+                    let file =
+                        target.map_or("?".to_owned(), |t| self.files[&t].display().to_string());
+                    violations.push(format!(
+                        "{} uses {} (in {file})",
+                        self.files[module].display(),
+                        path.join("::"),
+                    ));
+                }
+            }
+        }
+        violations.sort();
+        violations.dedup();
+        violations
     }
 
     /// The files `module` uses, itself left out.

@@ -6,10 +6,10 @@ use super::report::{GlobalReport, SharedBody};
 use super::summary::Summary;
 use crate::compare::FingerprintWriter;
 use crate::compare::stable_hash::{ContentHash, NameHasher};
-use crate::merge::frame::reads_own_frame;
-use crate::merge::thunk::{is_forwarding_thunk, rewrite_as_thunk};
+use crate::edit::thunk::{is_forwarding_thunk, rewrite_as_thunk};
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::parallel;
+use crate::policy::frame::reads_own_frame;
 use crate::refs::{FunctionRefs, ModuleRefs};
 use crate::similar::SimilarOptions;
 use cranelift_codegen::ir::Function;
@@ -227,7 +227,7 @@ fn is_worth_sharing(func: &Function) -> bool {
 
 /// Defines the shared body of `members` (one content key) and makes them thunks to it; None
 /// when the module already has a function of that name (a unit merged twice) or refers to one
-/// (an import; `in_use` caches [`crate::merge::plan::names_in_use`]).
+/// (an import; `in_use` caches [`crate::edit::names_in_use`]).
 ///
 /// The body is made from a member that joined by its own key when there is one; otherwise
 /// from one that joined by its key with calls of itself by name, whose body then keeps calling
@@ -252,7 +252,7 @@ pub(super) fn share(
         .map(|m| m.id)
         .collect();
     let name = name_of_content(content_name_hash_of(&tokens));
-    if !crate::merge::plan::name_is_free(module, in_use, &name) {
+    if !crate::edit::name_is_free(module, in_use, &name) {
         return None;
     }
     let mf = module.function(first.id);

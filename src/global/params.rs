@@ -169,7 +169,7 @@ fn share_group(
     let first = (members[0].0, &members[0].1);
     let plan = across::plan(module, first, &variants, group.functions, options)?;
     let parameters = plan.parameters();
-    if !crate::merge::plan::name_is_free(module, in_use, plan.name()) {
+    if !crate::edit::name_is_free(module, in_use, plan.name()) {
         return None;
     }
     let name = across::apply(module, plan, &members)?;

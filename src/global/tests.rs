@@ -136,7 +136,7 @@ fn round_two_shares_what_other_units_hold() {
         crate::SymbolLinkage::LinkOnce
     );
     let a = unit_a.resolve(&name("%a")).unwrap();
-    assert!(crate::merge::thunk::is_forwarding_thunk(
+    assert!(crate::edit::thunk::is_forwarding_thunk(
         &unit_a.function(a).func
     ));
     let before = super::apply::plain_keys_by_name(&original)[&name("%a")];
@@ -233,7 +233,7 @@ fn a_member_whose_content_differs_from_the_body_is_not_made_a_thunk() {
     assert_eq!(shared.members, vec![name("%a")]);
     let b = &m.function(m.resolve(&name("%b")).unwrap()).func;
     assert!(
-        !crate::merge::thunk::is_forwarding_thunk(b),
+        !crate::edit::thunk::is_forwarding_thunk(b),
         "%b keeps its body"
     );
 }

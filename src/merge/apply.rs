@@ -3,12 +3,12 @@
 //! one.
 
 use super::plan::{Kept, MergePlan};
-use super::policy::Action;
-use super::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
+use crate::edit::thunk::{REUSE_MAX_INSTS, rewrite_as_thunk, write_thunk};
 use crate::module::{
     Alias, ClifModule, FuncName, FunctionId, ModuleFunction, Symbol, SymbolLinkage,
 };
 use crate::parallel;
+use crate::policy::Action;
 use crate::refs::{FunctionRefs, ModuleRefs};
 use cranelift_codegen::ir::{ExtFuncData, FuncRef, Function, Inst, InstructionData};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};

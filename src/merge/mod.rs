@@ -4,14 +4,16 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `mod.rs` | this essay, [`Mode`], [`find_classes`], [`merge_module`] |
+//! | `mod.rs` | this essay, [`find_classes`], [`PassTimes`] |
 //! | `resolve.rs` | how names are compared: by class or by identity |
-//! | `policy.rs` | the rules: which member keeps the body, what the others become (shared with `fold`) |
 //! | `plan.rs` | the decisions for a whole module ([`MergePlan`]), private copies named |
 //! | `apply.rs` | the rewrite: calls redirected, thunks written, aliases and removals |
-//! | `thunk.rs` | writing and recognizing thunks |
-//! | `callsite.rs` | calls that pass extra arguments (for similar merging) |
-//! | `report.rs` | [`MergeReport`]: what was merged, by name, with the redirect map |
+//!
+//! It is one of the ways of merging, a sibling of similar merging (`crate::similar`): both stand
+//! on the rules of `crate::policy` ([`Mode`], [`Action`], which member keeps the body) and the
+//! IR edits of `crate::edit` (thunks, call sites), and neither uses the other. The pass on top
+//! (`crate::pass`: [`merge_module`], [`merge_module_with`]) runs them in turn and writes the one
+//! [`MergeReport`]; they are re-exported here, where they were before.
 //!
 //! # What "equal" means
 //!
@@ -39,7 +41,7 @@
 //! Classes only ever split, and a split happens only between functions that differ given the
 //! current classes, so the result is the coarsest partition that is stable: the greatest
 //! solution. It is unique, so it does not depend on the order of the input; the kept function of
-//! each class is chosen by a rule on linkage and name (`policy::kept_order`), not by position.
+//! each class is chosen by a rule on linkage and name (`crate::policy::kept_order`), not by position.
 //!
 //! Differences from LLVM:
 //! - Recursive and mutually recursive equal functions merge.
@@ -49,66 +51,29 @@
 //! - The result does not depend on the order of functions in the input.
 
 mod apply;
-pub(crate) mod callsite;
-pub mod frame;
 pub(crate) mod plan;
-pub(crate) mod policy;
-mod report;
 mod resolve;
-pub mod thunk;
 
 use crate::compare::{self, Fingerprint, FingerprintWriter};
 use crate::module::{ClifModule, FunctionId};
 use crate::parallel;
 use crate::partition::{self, Classes};
 use crate::refs::ModuleRefs;
-use crate::similar::SimilarOptions;
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 pub use apply::apply;
 pub use plan::{ClassPlan, Kept, MergePlan};
-pub use policy::Action;
-pub use report::{MergeReport, MergedClass, Replacement};
 use resolve::DeclaredResolver;
 pub use resolve::ModuleResolver;
 
-/// What the addresses of merged functions must preserve. With the `cli` feature, also a
-/// [`clap::ValueEnum`] (the command line's `--mode`), each variant's first line its help.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-pub enum Mode {
-    /// Every symbol keeps a distinct address: a merged function that others may reach or whose
-    /// address is taken becomes a thunk; a local one nobody takes the address of is removed.
-    #[default]
-    Safe,
-    /// Addresses of merged functions are not significant: they become aliases.
-    Aliases,
-    /// Every merged function keeps its symbol as a thunk; nothing of the input is deleted.
-    Thunks,
-}
-
-impl Mode {
-    /// The word the command line uses.
-    pub fn keyword(self) -> &'static str {
-        match self {
-            Mode::Safe => "safe",
-            Mode::Aliases => "aliases",
-            Mode::Thunks => "thunks",
-        }
-    }
-
-    /// The mode a word names.
-    pub fn from_keyword(word: &str) -> Option<Mode> {
-        Some(match word {
-            "safe" => Mode::Safe,
-            "aliases" => Mode::Aliases,
-            "thunks" => Mode::Thunks,
-            _ => return None,
-        })
-    }
-}
+// Public paths from before the layering (issue 22): the rules and edits this merge shares with
+// similar merging, and the pass's entry points and report.
+pub use crate::edit::thunk;
+pub use crate::pass::{MergeReport, MergedClass, Replacement, merge_module, merge_module_with};
+pub use crate::policy::frame;
+pub use crate::policy::{Action, Mode};
 
 /// Time spent in each phase of the pass.
 #[derive(Clone, Debug, Default)]
@@ -141,8 +106,9 @@ fn analyse(module: &ClifModule, mode: Mode, times: &mut PassTimes) -> (Classes, 
     (classes, refs)
 }
 
-/// [`analyse`], and the shape hash of every function with a body.
-fn analyse_with_shapes(
+/// [`analyse`], and the shape hash of every function with a body (what similar merging after
+/// this merge reuses).
+pub(crate) fn analyse_with_shapes(
     module: &ClifModule,
     mode: Mode,
     times: &mut PassTimes,
@@ -189,69 +155,4 @@ fn analyse_with_shapes(
     let classes = partition::refine(&fingerprints, &hashes);
     times.comparing += start.elapsed();
     (classes, refs, shapes)
-}
-
-/// Merges every class of equal functions in `module` and says what was done.
-pub fn merge_module(module: &mut ClifModule, mode: Mode) -> (MergeReport, PassTimes) {
-    merge_module_with(module, mode, None)
-}
-
-/// [`merge_module`], then, with `similar`, similar merging of what remains (see
-/// [`crate::similar`]).
-///
-/// With `similar`, the two merges take turns until neither finds anything: similar merging can
-/// make functions equal (a shared body equal to a function that was there; the thunks of a
-/// removed kept function, which now pass the same values to the same body), and each merge can
-/// leave the other something (one group's merge changes the calls the cost model counted for
-/// another). So the module that comes out is one that both merges leave alone: a second run on
-/// it merges nothing.
-pub fn merge_module_with(
-    module: &mut ClifModule,
-    mode: Mode,
-    similar: Option<&SimilarOptions>,
-) -> (MergeReport, PassTimes) {
-    let mut times = PassTimes::default();
-    let input_ids = module.id_count();
-    let (mut report, mut prior) = merge_exactly(module, mode, input_ids, &mut times);
-    let Some(options) = similar else {
-        return (report, times);
-    };
-    report.similar = Some(Vec::new());
-    loop {
-        let start = Instant::now();
-        let groups = crate::similar::merge_similar_after(module, mode, options, prior, input_ids);
-        let merged_something = !groups.is_empty();
-        report.add_similar_round(groups);
-        times.similar += start.elapsed();
-        if !merged_something {
-            break;
-        }
-        let (exact, next) = merge_exactly(module, mode, input_ids, &mut times);
-        report.add_exact_round(exact, module, input_ids);
-        prior = next;
-    }
-    report.count_merged(module, input_ids);
-    (report, times)
-}
-
-/// One exact merge of `module`, in a run that made the functions with ids from `input_ids` on:
-/// what it did, and what the similar merge after it may reuse.
-fn merge_exactly(
-    module: &mut ClifModule,
-    mode: Mode,
-    input_ids: usize,
-    times: &mut PassTimes,
-) -> (MergeReport, crate::similar::Prior) {
-    let (classes, refs, shapes) = analyse_with_shapes(module, mode, times);
-    let start = Instant::now();
-    let plan = MergePlan::decide_in_run(module, &classes, &refs, mode, input_ids);
-    let report = MergeReport::of_plan(module, &plan);
-    apply(module, &refs, &plan);
-    times.merging += start.elapsed();
-    let unchanged = plan.classes.is_empty();
-    let prior = crate::similar::Prior {
-        shapes,
-        refs: unchanged.then_some(refs),
-    };
-    (report, prior)
 }

@@ -1,16 +1,15 @@
 //! The plan: for every class, where the body stays and what becomes of the other members, decided
-//! by the policy (`policy`) before anything is rewritten. The plan is public so that a caller can
+//! by the policy (`crate::policy`) before anything is rewritten. The plan is public so that a caller can
 //! look at the decisions (or report them) before applying them.
 
-use super::Mode;
-use super::frame::reads_own_frame;
-use super::policy::{Action, AllPreemptible, MemberFacts, decide_class};
-use super::thunk::is_forwarding_thunk;
+use crate::edit::names_in_use;
+use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::parallel;
 use crate::partition::Classes;
+use crate::policy::frame::reads_own_frame;
+use crate::policy::{Action, AllPreemptible, MemberFacts, Mode, decide_class};
 use crate::refs::ModuleRefs;
-use cranelift_codegen::ir::GlobalValueData;
 use cranelift_entity::EntityRef;
 use rustc_hash::FxHashSet;
 
@@ -67,7 +66,7 @@ impl MergePlan {
 
     /// [`MergePlan::decide`] in a run that made the functions with ids from `made_from` on
     /// (shared bodies, private copies): no symbol of the input, so thunks mode need not keep
-    /// them (see `policy`).
+    /// them (see `crate::policy`).
     pub(crate) fn decide_in_run(
         module: &ClifModule,
         classes: &Classes,
@@ -126,46 +125,6 @@ impl MergePlan {
     pub fn merged(&self) -> usize {
         self.classes.iter().map(|c| c.replaced.len()).sum()
     }
-}
-
-/// Every name the module defines or refers to: a new name must be none of them, or a call to an
-/// imported function could end up calling the new one.
-pub(crate) fn names_in_use(module: &ClifModule) -> FxHashSet<FuncName> {
-    let mut names: FxHashSet<FuncName> = FxHashSet::default();
-    for mf in module.functions() {
-        names.insert(mf.name.clone());
-        let func = &mf.func;
-        for ext in func.dfg.ext_funcs.values() {
-            names.extend(FuncName::of_external(&ext.name, func));
-        }
-        for gv in func.global_values.values() {
-            if let GlobalValueData::Symbol { name, .. } = gv {
-                names.extend(FuncName::of_external(name, func));
-            }
-        }
-    }
-    names.extend(
-        module
-            .aliases()
-            .iter()
-            .flat_map(|a| [a.name.clone(), a.target.clone()]),
-    );
-    names
-}
-
-/// Whether a new function may take `name`: the module neither defines nor refers to it
-/// ([`names_in_use`], computed at the first question and kept in `in_use`: asked between
-/// definitions, it still holds every name referred to before them, and the module's own
-/// lookup sees the definitions).
-pub(crate) fn name_is_free(
-    module: &ClifModule,
-    in_use: &mut Option<FxHashSet<FuncName>>,
-    name: &FuncName,
-) -> bool {
-    module.lookup(name).is_none()
-        && !in_use
-            .get_or_insert_with(|| names_in_use(module))
-            .contains(name)
 }
 
 /// A fresh testcase name for a private copy of `of`: `%<of>_merged`, numbered if taken.

@@ -1,9 +1,9 @@
 //! How the merge driver compares names: a call to a module function compares the callee's class,
 //! everything else its identity.
 
-use super::Mode;
 use crate::compare::{NameKey, RefKind, Resolver};
 use crate::module::{ClifModule, Symbol};
+use crate::policy::Mode;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function};
 use cranelift_entity::EntityRef;
 

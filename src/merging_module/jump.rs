@@ -9,7 +9,7 @@
 //!   arguments, the stack arguments' area and the results are then where `f` expects them,
 //!   whatever the calling convention (`tail` pops its stack arguments in the callee, which `f`
 //!   does for the thunk's caller as the thunk would have).
-//! - **`f` does not read its own frame** (`crate::merge::frame`): a jump is a tail call, `f`
+//! - **`f` does not read its own frame** (`crate::policy::frame`): a jump is a tail call, `f`
 //!   would see the thunk's caller as its own. The caller never writes a thunk to such a body.
 //! - **No landing pad is needed.** With branch protection (aarch64 `use_bti`) every function
 //!   that may be called indirectly starts with a landing pad (`bti c`, or `paciasp`); a bare
@@ -108,7 +108,7 @@ pub(super) fn define_thunk<M: Module>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::merge::thunk::write_thunk;
+    use crate::edit::thunk::write_thunk;
     use crate::module::FuncName;
     use cranelift_codegen::ir::{AbiParam, types};
     use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};

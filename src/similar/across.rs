@@ -27,7 +27,7 @@ use crate::compare::stable_hash::{ContentHash, GroupingHash};
 use crate::compare::{
     ENCODING_VERSION, Fingerprint, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
-use crate::merge::callsite::ExtraArgument;
+use crate::edit::callsite::ExtraArgument;
 use crate::module::{ClifModule, FuncName, FunctionId, Symbol, SymbolLinkage};
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function, InstructionData, Opcode, Signature};

@@ -6,9 +6,8 @@ use super::cost::{GroupShape, InstructionMix, RegisterBudget, registers_of};
 use super::find::Member;
 use super::params::{ParamLayout, position_types};
 use crate::compare::Hole;
-use crate::merge::Mode;
-use crate::merge::policy::can_remove;
 use crate::module::{ClifModule, FunctionId};
+use crate::policy::{Mode, can_remove};
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{FuncRef, Function, InstructionData, Signature, Type};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
@@ -714,7 +713,7 @@ pub(super) struct Removal<'a> {
 }
 
 impl Removal<'_> {
-    /// Whether the member `id` may go (`crate::merge::policy::can_remove`).
+    /// Whether the member `id` may go (`crate::policy::can_remove`).
     pub(super) fn removable(&self, module: &ClifModule, id: FunctionId) -> bool {
         let made_by_run = id.index() >= self.made_from;
         can_remove(
@@ -729,7 +728,7 @@ impl Removal<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::{SimilarGroup, SimilarOptions, merge_similar};
-    use crate::merge::Mode;
+    use crate::policy::Mode;
     use crate::read::{ReadOptions, read_module_text};
     use std::path::Path;
 

@@ -3,10 +3,10 @@
 use crate::compare::{
     self, Fingerprint, FingerprintWriter, Hole, HoleKinds, NameKey, RefKind, Resolver,
 };
-use crate::merge::frame::reads_own_frame;
-use crate::merge::thunk::is_forwarding_thunk;
+use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FunctionId, Symbol};
 use crate::parallel;
+use crate::policy::frame::reads_own_frame;
 use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function, InstructionData, Opcode};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};

@@ -5,7 +5,8 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `mod.rs` | this essay, [`SimilarOptions`], [`merge_similar`], the report's [`SimilarGroup`] |
+//! | `mod.rs` | this essay, [`SimilarOptions`], the report's [`SimilarGroup`] |
+//! | `entry.rs` | the entry points: [`merge_similar`], a removed member's [`stand_in`] |
 //! | `find.rs` | candidates, fingerprints with holes, groups |
 //! | `params.rs` | which positions become parameters, in what order |
 //! | `cost.rs` | the cost model and the register budget |
@@ -88,6 +89,7 @@ pub(crate) mod across;
 pub(crate) mod canonical;
 mod choose;
 mod cost;
+mod entry;
 mod find;
 mod measure;
 mod params;
@@ -97,13 +99,15 @@ mod shared;
 mod tests;
 
 pub use cost::{CostModel, GroupShape, InstructionMix, RegisterBudget};
+pub(crate) use entry::merge_similar_after;
+pub use entry::{merge_similar, stand_in};
 pub use measure::SizeJudge;
 pub use params::POINTER;
 pub use rewrite::Prior;
 
-use crate::merge::callsite::ExtraArgument;
-use crate::merge::{Action, Mode};
-use crate::module::{ClifModule, FuncName};
+use crate::edit::callsite::ExtraArgument;
+use crate::module::FuncName;
+use crate::policy::Action;
 use serde::Serialize;
 
 /// How similar merging decides.
@@ -188,46 +192,4 @@ pub fn member_signature(
     let own = sig.params.len() - group.parameters;
     sig.params.truncate(own);
     sig
-}
-
-/// A function that stands for the removed member `member` of `group`: a thunk under its name
-/// and signature `sig` that calls the shared body (of signature `shared_sig`) with the member's
-/// values. `--verify` runs it in place of the member.
-pub fn stand_in(
-    group: &SimilarGroup,
-    member: &SimilarMember,
-    sig: &cranelift_codegen::ir::Signature,
-    shared_sig: &cranelift_codegen::ir::Signature,
-) -> cranelift_codegen::ir::Function {
-    rewrite::member_thunk(
-        &member.name,
-        sig,
-        &group.shared,
-        shared_sig,
-        &member.arguments,
-    )
-}
-
-/// Merges the groups of similar functions of `module` (already merged exactly) that pay, and
-/// says what was done, the groups ordered by their shared body's name.
-pub fn merge_similar(
-    module: &mut ClifModule,
-    mode: Mode,
-    options: &SimilarOptions,
-) -> Vec<SimilarGroup> {
-    let made_from = module.id_count();
-    rewrite::merge_similar(module, mode, options, None, made_from)
-}
-
-/// [`merge_similar`] right after the exact merge, reusing what it found of the module, in a
-/// run that made the functions with ids from `made_from` on (no symbol of the input: a member
-/// among them goes in thunks mode too, see `crate::merge::policy`).
-pub(crate) fn merge_similar_after(
-    module: &mut ClifModule,
-    mode: Mode,
-    options: &SimilarOptions,
-    prior: rewrite::Prior,
-    made_from: usize,
-) -> Vec<SimilarGroup> {
-    rewrite::merge_similar(module, mode, options, Some(prior), made_from)
 }

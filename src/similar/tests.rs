@@ -2,8 +2,8 @@
 //! shared and ordered, and what the shared body and its name depend on.
 
 use super::{SimilarGroup, SimilarOptions, merge_similar};
-use crate::merge::{Action, Mode};
 use crate::module::{ClifModule, FuncName};
+use crate::policy::{Action, Mode};
 use crate::read::{ReadOptions, read_module_text};
 use std::path::Path;
 

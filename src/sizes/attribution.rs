@@ -4,8 +4,8 @@
 use super::figures::{EntrySizes, MemberBytes, SavingKind, SizeAttribution};
 use super::footprint::{Footprints, footprints};
 use crate::emit::object::{CodeForm, ObjectError, ObjectOutput};
-use crate::merge::{MergeReport, MergedClass};
 use crate::module::FuncName;
+use crate::pass::{MergeReport, MergedClass};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The entry a function's saving belongs to.

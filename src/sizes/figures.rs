@@ -1,8 +1,8 @@
 //! The figures of the size attribution: what each entry and each kind saved. Plain data, so
 //! that the object report can carry them without depending on how they are computed.
 
-use crate::merge::Action;
 use crate::module::FuncName;
+use crate::policy::Action;
 use serde::Serialize;
 
 /// The kinds of merge a byte saved is put down to.

@@ -2,8 +2,8 @@
 //! that a unit's figures say what the link saves (the linker keeps one copy of the body).
 
 use crate::global::Summary;
-use crate::merge::MergeReport;
 use crate::module::{ClifModule, FuncName};
+use crate::pass::MergeReport;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// For each global shared body of `report` (in its order): the summary's functions whose

@@ -5,7 +5,7 @@
 
 use super::figures::{EntrySizes, SavingKind, SizeAttribution};
 use super::text::savings;
-use crate::merge::MergeReport;
+use crate::pass::MergeReport;
 use std::fmt::Write;
 
 /// Untouched functions listed under "what remains", largest first.

@@ -1,8 +1,8 @@
 //! The text form of the attribution: the kinds, then the entries, largest savings first.
 
 use super::figures::{EntrySizes, SizeAttribution};
-use crate::merge::MergeReport;
 use crate::module::FuncName;
+use crate::pass::MergeReport;
 use std::fmt::Write;
 
 /// One entry of the attribution, for listing.

@@ -66,8 +66,9 @@ pub use options::VerifyOptions;
 pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
 
-use crate::merge::{Action, MergeReport};
 use crate::module::{ClifModule, FuncName, ModuleFunction};
+use crate::pass::MergeReport;
+use crate::policy::Action;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
 use inputs::{Rng, arguments, fnv, mix};
@@ -188,25 +189,19 @@ fn check_or_skip<'a>(
 }
 
 /// `merged` with a stand-in for every member a similar merge removed (a thunk passing its
-/// values to the shared body, see [`crate::similar::stand_in`]), so that it can be called by
+/// values to the shared body, see [`MergeReport::stand_ins`]), so that it can be called by
 /// its name; None when there is none.
 fn similar_stand_ins(merged: &ClifModule, report: &MergeReport) -> Option<ClifModule> {
-    let groups = report.similar.as_ref()?;
-    let mut module: Option<ClifModule> = None;
-    for group in groups {
-        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
-            // Also for a private copy the exact merge made, which the original does not have.
-            let Some(shared) = merged.resolve(&group.shared) else {
-                continue;
-            };
-            let shared_sig = &merged.function(shared).func.signature;
-            let sig = crate::similar::member_signature(group, shared_sig);
-            let func = crate::similar::stand_in(group, member, &sig, shared_sig);
-            let module = module.get_or_insert_with(|| merged.clone());
-            let _ = module.define(func, crate::module::SymbolLinkage::Local, None);
-        }
+    let stand_ins = report.stand_ins(merged);
+    if stand_ins.is_empty() {
+        return None;
     }
-    module
+    let mut module = merged.clone();
+    for func in stand_ins {
+        // Also for a private copy the exact merge made, which the original does not have.
+        let _ = module.define(func, crate::module::SymbolLinkage::Local, None);
+    }
+    Some(module)
 }
 
 /// The kept function of every removed one.

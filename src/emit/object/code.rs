@@ -2,9 +2,9 @@
 
 use super::error::ObjectError;
 use super::slots::Slots;
-use crate::merge::frame::reads_own_frame;
-use crate::merge::thunk::is_forwarding_thunk;
+use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName, FunctionId};
+use crate::policy::frame::reads_own_frame;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{Function, InstructionData};
@@ -122,7 +122,7 @@ pub(super) fn compile_all(
 /// that a jump is correct whatever the convention), nothing the compiled function would do
 /// before the call can be observed ([`prologue_is_unobservable`]), and the callee is no module
 /// function that reads its own frame (a jump is a tail call: the callee would see the thunk's
-/// caller as its own, see `crate::merge::frame`).
+/// caller as its own, see `crate::policy::frame`).
 fn thunk_target(module: &ClifModule, func: &Function) -> Option<FuncName> {
     if !is_forwarding_thunk(func) || !prologue_is_unobservable(func) {
         return None;

@@ -3,8 +3,8 @@
 use super::code::{Code, Target};
 use super::slots::{SlotKind, Slots};
 use crate::fold::{self, MachineCode, MachineReloc, RelocTarget};
-use crate::merge::{Action, Mode};
 use crate::module::{ClifModule, FunctionId};
+use crate::policy::{Action, Mode};
 use crate::refs::ModuleRefs;
 use cranelift_entity::PrimaryMap;
 use rustc_hash::FxHashMap;

@@ -3,7 +3,7 @@
 
 use super::error::ObjectError;
 use super::supported::{SUPPORTED_TARGETS, TARGET_SHORT_NAMES};
-use crate::merge::Mode;
+use crate::policy::Mode;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::isa::{self, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};

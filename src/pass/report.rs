@@ -1,11 +1,13 @@
-//! What a merge did, as data: the classes by name, and where every replaced function's callers
-//! now go. Built from the plan before the module is rewritten.
+//! What the pass did, as data, one report for every way of merging: the exact merge's classes
+//! by name and where every replaced function's callers now go (built from each round's plan
+//! before the module is rewritten), similar merging's groups, global merging's shared bodies.
 
-use super::plan::MergePlan;
-use super::policy::Action;
 use crate::compare::Hole;
+use crate::merge::MergePlan;
 use crate::module::{ClifModule, FuncName, FunctionId};
 use crate::parallel;
+use crate::policy::Action;
+use cranelift_codegen::ir::Function;
 use cranelift_entity::EntityRef;
 use serde::Serialize;
 
@@ -121,6 +123,75 @@ impl MergeReport {
             .binary_search_by_key(&id, |&(g, _)| g)
             .ok()?;
         Some(&self.classes[self.redirect_map[at].1 as usize].kept)
+    }
+
+    /// A function for every member a similar merge removed, in group order: a thunk under the
+    /// member's name and signature that calls its group's shared body with the member's values
+    /// ([`crate::similar::stand_in`]). A removed member has no body left in `merged` (the module
+    /// this report is of); whoever must still run or call it by its own name defines its
+    /// stand-in: `--verify` ([`crate::verify`]), [`crate::MergingModule`] and
+    /// [`crate::batch`], which compile every function of the input for the caller. A group
+    /// whose shared body `merged` does not define has none.
+    ///
+    /// ```
+    /// use clif_merge::{MergeOptions, ReadOptions, SimilarOptions, merge_module_with_options};
+    /// use clif_merge::read_module_text;
+    /// use std::path::Path;
+    ///
+    /// // Two local functions equal but for a constant, called only by `%main`.
+    /// let text = "
+    ///     ; linkage: %times3 local
+    ///     ; linkage: %times5 local
+    ///     function %times3(i64) -> i64 {
+    ///     block0(v0: i64):
+    ///         v1 = iconst.i64 3
+    ///         v2 = imul v0, v1
+    ///         v3 = iadd v2, v0
+    ///         v4 = imul v3, v2
+    ///         return v4
+    ///     }
+    ///     function %times5(i64) -> i64 {
+    ///     block0(v0: i64):
+    ///         v1 = iconst.i64 5
+    ///         v2 = imul v0, v1
+    ///         v3 = iadd v2, v0
+    ///         v4 = imul v3, v2
+    ///         return v4
+    ///     }
+    ///     function %main(i64) -> i64 {
+    ///         fn0 = %times3(i64) -> i64
+    ///         fn1 = %times5(i64) -> i64
+    ///     block0(v0: i64):
+    ///         v1 = call fn0(v0)
+    ///         v2 = call fn1(v1)
+    ///         return v2
+    ///     }
+    /// ";
+    /// let mut module = read_module_text(Path::new("m.clif"), text, ReadOptions::default()).unwrap();
+    /// // Forces every group that fits: the cost model prices a pair this small below zero.
+    /// let similar = SimilarOptions { min_saving: i64::MIN / 2, ..SimilarOptions::default() };
+    /// let options = MergeOptions { similar: Some(similar), ..MergeOptions::default() };
+    /// let (report, _) = merge_module_with_options(&mut module, &options);
+    /// // Both were local: they are gone, and `%main` calls the shared body with 3, then 5.
+    /// assert_eq!(module.len(), 2);
+    /// // Their stand-ins call the shared body with 3 and 5, under their own names.
+    /// let stand_ins = report.stand_ins(&module);
+    /// let stand_in_names: Vec<String> = stand_ins.iter().map(|f| f.name.to_string()).collect();
+    /// assert_eq!(stand_in_names, ["%times3", "%times5"]);
+    /// ```
+    pub fn stand_ins(&self, merged: &ClifModule) -> Vec<Function> {
+        let mut stand_ins = Vec::new();
+        for group in self.similar.iter().flatten() {
+            let Some(shared) = merged.resolve(&group.shared) else {
+                continue;
+            };
+            let shared_sig = &merged.function(shared).func.signature;
+            let sig = crate::similar::member_signature(group, shared_sig);
+            for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+                stand_ins.push(crate::similar::stand_in(group, member, &sig, shared_sig));
+            }
+        }
+        stand_ins
     }
 
     /// How many functions were removed outright (no symbol left).

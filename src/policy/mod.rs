@@ -1,6 +1,9 @@
 //! The merge policy: which member of a class keeps its body and what becomes of the others. One
-//! set of rules for both kinds of merge: the IR merge (`merge`) and machine-code folding
-//! (`crate::fold`). In this file `f` is the kept function of a class and `g` a replaced one.
+//! set of rules for every kind of merge: the IR merge (`crate::merge`), similar merging
+//! (`crate::similar`), global merging (`crate::global`) and machine-code folding
+//! (`crate::fold`). It is the bottom layer with the IR edits (`crate::edit`): it uses neither
+//! merger, so that they can share it as siblings. In this file `f` is the kept function of a
+//! class and `g` a replaced one.
 //!
 //! The rules, one hazard each:
 //! - The kept function is the first member by [`kept_order`]: linkage (export, hidden, local,
@@ -24,13 +27,50 @@
 //!   its symbol, as a thunk calling `f` (safe, thunks) or as an alias of `f` (aliases).
 //! - A function that already only forwards its arguments to `f` gains nothing from becoming a
 //!   thunk (it is one); leaving it keeps the pass idempotent.
-//! - A function that reads its own frame (`super::frame`) would see the thunk's frame and return
+//! - A function that reads its own frame ([`frame`]) would see the thunk's frame and return
 //!   address instead of its callers': it is removed or made an alias where the rules above allow,
 //!   never made a thunk.
 
-use super::Mode;
+pub mod frame;
+
 use crate::module::{FunctionId, ModuleFunction, SymbolLinkage};
 use serde::Serialize;
+
+/// What the addresses of merged functions must preserve. With the `cli` feature, also a
+/// [`clap::ValueEnum`] (the command line's `--mode`), each variant's first line its help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Mode {
+    /// Every symbol keeps a distinct address: a merged function that others may reach or whose
+    /// address is taken becomes a thunk; a local one nobody takes the address of is removed.
+    #[default]
+    Safe,
+    /// Addresses of merged functions are not significant: they become aliases.
+    Aliases,
+    /// Every merged function keeps its symbol as a thunk; nothing of the input is deleted.
+    Thunks,
+}
+
+impl Mode {
+    /// The word the command line uses.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Mode::Safe => "safe",
+            Mode::Aliases => "aliases",
+            Mode::Thunks => "thunks",
+        }
+    }
+
+    /// The mode a word names.
+    pub fn from_keyword(word: &str) -> Option<Mode> {
+        Some(match word {
+            "safe" => Mode::Safe,
+            "aliases" => Mode::Aliases,
+            "thunks" => Mode::Thunks,
+            _ => return None,
+        })
+    }
+}
 
 /// What became of a replaced function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
