@@ -16,6 +16,9 @@
 //!   and latency, and what a JIT wants, but it only finds what order allows (a function is
 //!   merged with an earlier one whose callees were already known equal).
 //!
+//! With the `object` feature, `MergingModule::for_object` makes the inner `ObjectModule` for a
+//! target named as on the command line, compiled as `clif-merge -o` compiles.
+//!
 //! cranelift-module has no aliases and a JIT must be able to call every `FuncId`: a function the
 //! merge replaced is always defined, as a thunk: one jump to the function holding its body (5
 //! bytes on x86_64, 4 on aarch64) where the conventions allow it (see `jump.rs`), else a
@@ -54,6 +57,8 @@
 //! the linkages at [`MergingModule::finish`], after every declaration.
 
 mod jump;
+#[cfg(feature = "object")]
+mod object;
 
 use crate::compare::{self, FingerprintWriter, NameKey, RefKind, Resolver};
 use crate::edit::thunk::{is_forwarding_thunk, write_thunk};

@@ -948,3 +948,71 @@ fn deferred_try_finish_failure_leaves_no_private_copy_undefined() {
     assert_eq!(call(&jit, pa, 4), 21);
     assert_eq!(call(&jit, pb, 4), 21);
 }
+
+/// `MergingModule::for_object` compiles as `clif-merge -o` does (the crate's object ISA: PIC,
+/// `opt_level=speed`, frame pointers kept), merges as the options say (aliases mode: the
+/// report says alias, the object defines a thunk), and the object links and runs.
+#[test]
+fn for_object_compiles_as_the_command_line_and_merges_as_the_options_say() {
+    use cranelift_codegen::settings::OptLevel;
+    let options = MergeOptions {
+        mode: Mode::Aliases,
+        ..MergeOptions::default()
+    };
+    let mut module = MergingModule::for_object("x86_64", "merged", options).unwrap();
+    let flags = module.isa().flags();
+    assert!(flags.is_pic() && flags.preserve_frame_pointers());
+    assert_eq!(flags.opt_level(), OptLevel::Speed);
+    let names = ["one", "two", "three"];
+    let ids: Vec<FuncId> = names
+        .iter()
+        .map(|n| declare(&mut module, n, Linkage::Export))
+        .collect();
+    mul3(&mut module, ids[0]);
+    mul3(&mut module, ids[1]);
+    caller(&mut module, ids[2], ids[1]);
+    let (object_module, report) = module.finish().unwrap();
+    assert_eq!(report.merged, 1);
+    assert_eq!(report.classes[0].replaced[0].by, Action::Alias);
+    let bytes = object_module.finish().emit().unwrap();
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: not run: the host is no x86_64 Linux"
+        );
+        return;
+    }
+    let driver = r#"
+#include <stdio.h>
+int one(int); int two(int); int three(int);
+int main(void) { printf("%d %d %d\n", one(4), two(4), three(4)); return 0; }
+"#;
+    if let Some(out) = link_and_run(&bytes, driver) {
+        assert_eq!(out, "13 13 18\n");
+    }
+}
+
+/// Every target the command line takes: an object of that target's machine, or, for a target
+/// objects are not written for, the command line's error.
+#[test]
+fn for_object_takes_the_command_lines_targets() {
+    use object::{Architecture, Object};
+    for (target, machine) in [
+        ("x86_64", Architecture::X86_64),
+        ("aarch64", Architecture::Aarch64),
+        ("aarch64-apple-darwin", Architecture::Aarch64),
+    ] {
+        let mut module = MergingModule::for_object(target, "m", MergeOptions::default()).unwrap();
+        let id = declare(&mut module, "f", Linkage::Export);
+        mul3(&mut module, id);
+        let bytes = module.finish().unwrap().0.finish().emit().unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        assert_eq!(file.architecture(), machine, "{target}");
+    }
+    let refused = MergingModule::for_object("riscv64", "m", MergeOptions::default());
+    let message = refused.err().expect("riscv64 is refused").to_string();
+    assert!(
+        message.starts_with("unsupported target `riscv64`"),
+        "{message}"
+    );
+}
