@@ -8,7 +8,8 @@ use crate::policy::Mode;
 
 /// A function that stands for the removed member `member` of `group`: a thunk under its name
 /// and signature `sig` that calls the shared body (of signature `shared_sig`) with the member's
-/// values. `--verify` runs it in place of the member.
+/// values. `--verify` runs it in place of the member; [`crate::MergeReport::stand_ins`] makes
+/// one for every removed member.
 pub fn stand_in(
     group: &SimilarGroup,
     member: &SimilarMember,
