@@ -10,16 +10,24 @@ fn read(text: &str) -> ClifModule {
     read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
 }
 
-/// Two functions of type `ty` that add 1 and 2 to their argument; with `same`, both add 1.
-/// (An `i128` constant is an `i64` one extended: `iconst` makes no `i128`.)
+/// Two functions of type `ty` that add 1 and 2 to their argument (floats: -1 and -2; vectors:
+/// to every lane); with `same`, both add the first. (An `i128` constant is an `i64` one
+/// extended: `iconst` makes no `i128`.)
 fn add_one_and_two(ty: &str, same: bool) -> String {
     let constant = |k: i64| match ty {
         "i128" => format!("v1 = iconst.i64 {k}\n    v2 = uextend.i128 v1"),
+        "f32" => format!("v1 = f32const 0x{k}.0\n    v2 = fneg v1"),
+        "f64" => format!("v1 = f64const 0x{k}.0\n    v2 = fneg v1"),
+        "i32x4" | "i64x2" | "i8x16" => {
+            let lane = &ty[..ty.find('x').unwrap()];
+            format!("v1 = iconst.{lane} {k}\n    v2 = splat.{ty} v1")
+        }
         _ => format!("v1 = iconst.{ty} {k}\n    v2 = bor v1, v1"),
     };
+    let op = if ty.starts_with('f') { "fadd" } else { "iadd" };
     let add = |name: &str, k: i64| {
         format!(
-            "function %{name}({ty}) -> {ty} {{\nblock0(v0: {ty}):\n    {}\n    v3 = iadd v0, v2\n    return v3\n}}\n\n",
+            "function %{name}({ty}) -> {ty} {{\nblock0(v0: {ty}):\n    {}\n    v3 = {op} v0, v2\n    return v3\n}}\n\n",
             constant(k)
         )
     };
@@ -53,7 +61,20 @@ fn verify_a_wrong_merge(ty: &str) {
 
 #[test]
 fn verify_accepts_correct_merges_and_reports_wrong_ones_of_64_bits_and_less() {
-    for ty in ["i8", "i16", "i32", "i64"] {
+    for ty in ["i8", "i16", "i32", "i64", "f32", "f64"] {
+        verify_a_correct_merge(ty);
+        verify_a_wrong_merge(ty);
+    }
+}
+
+/// A function with a vector parameter or result is skipped (`runnable_signature`: scalars
+/// only), though the interpreter runs vector code: a wrong merge of two of them passes
+/// `--verify` with exit 0 (the summary says `2 skipped`, `2 not at all`). Vector arguments
+/// are `DataValue::V128`, as the edge values and random bits of scalars are.
+#[test]
+#[ignore = "defect: --verify skips functions with vector parameters or results, so a wrong merge of them passes"]
+fn verify_accepts_correct_merges_and_reports_wrong_ones_of_vectors() {
+    for ty in ["i8x16", "i32x4", "i64x2"] {
         verify_a_correct_merge(ty);
         verify_a_wrong_merge(ty);
     }
