@@ -91,3 +91,43 @@ fn verify_checks_merges_of_i128_functions() {
     verify_a_correct_merge("i128");
     verify_a_wrong_merge("i128");
 }
+
+/// `%add1` and `%add2` as above, read through a pointer parameter: `load`, add, `store`.
+fn through_memory(same: bool) -> String {
+    let f = |name: &str, k: i64| {
+        format!(
+            "function %{name}(i64) -> i32 {{
+    ss0 = explicit_slot 4
+block0(v0: i64):
+    v1 = iconst.i32 {k}
+    v2 = stack_addr.i64 ss0
+    store v1, v2
+    v3 = load.i32 v2
+    v4 = ireduce.i32 v0
+    v5 = iadd v3, v4
+    return v5
+}}
+
+"
+        )
+    };
+    f("add1", 1) + &f("add2", if same { 1 } else { 2 })
+}
+
+/// Stack slots: a constant stored to one and loaded back; the wrong merge is reported.
+#[test]
+fn verify_reports_a_wrong_merge_through_a_stack_slot() {
+    let original = read(&through_memory(false));
+    let mut unmerged = original.clone();
+    let (report, _) = merge_module(&mut unmerged, Mode::Aliases);
+    assert_eq!(report.merged, 0);
+    let wrong = read(&through_memory(true));
+    let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    assert!(!checked.is_ok(), "{}", checked.summary());
+    let right = read(&through_memory(true));
+    let mut merged = right.clone();
+    let (report, _) = merge_module(&mut merged, Mode::Safe);
+    assert_eq!(report.merged, 1);
+    let checked = verify_merge(&right, &merged, &report, &VerifyOptions::default());
+    assert!(checked.is_ok(), "{}", checked.summary());
+}
