@@ -25,8 +25,10 @@ fn basic() -> ClifModule {
 }
 
 fn bti_options(mode: Mode, flags: &[&str]) -> ObjectOptions {
-    let mut isa = clif_merge::emit::object::IsaSettings::default();
-    isa.flags = flags.iter().map(|f| f.to_string()).collect();
+    let isa = clif_merge::emit::object::IsaSettings {
+        flags: flags.iter().map(|f| f.to_string()).collect(),
+        ..Default::default()
+    };
     ObjectOptions {
         target: parse_target("aarch64").unwrap(),
         opt_level: OptLevel::Speed,
