@@ -91,12 +91,11 @@ fn the_landing_pad_check_sees_pads_and_their_absence() {
 }
 
 /// basic.clif merged in safe or thunks mode for aarch64 with `--set use_bti`: `%caller2` and
-/// `%fact1` are written as one `b` (0x14000000) with no `bti c` before it, so a `blr` to them
-/// (they are exported: any object may take their address) faults.
+/// `%fact1` become thunks; a bare `b` (0x14000000) there would fault on a `blr` to them (they are
+/// exported: any object may take their address).
 /// `clif-merge examples/basic.clif -o m.o --target aarch64 --set use_bti`, then
 /// `aarch64-linux-gnu-objdump -d m.o`.
 #[test]
-#[ignore = "defect: with use_bti the object writer's one-jump thunks have no landing pad"]
 fn with_bti_every_exported_function_of_a_merged_object_starts_with_a_landing_pad() {
     for mode in [Mode::Safe, Mode::Thunks] {
         let (missing, global) = without_landing_pad(&merged_object(mode, &["use_bti"]));
@@ -108,10 +107,9 @@ fn with_bti_every_exported_function_of_a_merged_object_starts_with_a_landing_pad
     }
 }
 
-/// Nothing merges here, yet with `use_bti` the object writer writes `%g`, which forwards to
-/// `%f`, and `%h`, whose machine code equals `%f`'s (folded), as one `b` without a landing pad.
+/// Nothing merges here, yet the object writer writes `%g`, which forwards to `%f`, and `%h`,
+/// whose machine code equals `%f`'s (folded), as one jump: with `use_bti` it needs its pad.
 #[test]
-#[ignore = "defect: with use_bti a forwarding function and a folded one become a bare b, no landing pad"]
 fn with_bti_forwarding_and_folded_functions_keep_a_landing_pad() {
     let text = "
 function %f(i32) -> i32 {
