@@ -83,10 +83,9 @@ fn assert_diff_refuses_or_adds_up(good: &[u8], broken: &[u8]) {
 
 /// A Mach-O symbol whose address lies past the end of its section (one byte of `n_value`
 /// changed): the symbol before it "reaches to the next symbol", past the section's end, so its
-/// bytes exceed the section's and the padding row underflows (a panic in debug builds, a
-/// wrapped huge number in release builds).
+/// bytes would exceed the section's and the padding row underflow (it did: a panic in debug
+/// builds, a wrapped huge number in release builds); such an object is refused.
 #[test]
-#[ignore = "defect: diff_objects panics (subtract with overflow, src/sizes/diff.rs) on a Mach-O symbol past its section's end"]
 fn diff_refuses_a_macho_symbol_past_its_section_end() {
     let good = basic_object("x86_64-apple-darwin");
     let mut broken = good.clone();
@@ -101,7 +100,6 @@ fn diff_refuses_a_macho_symbol_past_its_section_end() {
 /// with an `st_size` larger than the section. Its bytes are capped at the next symbol, which is
 /// past the end, not at the section's end.
 #[test]
-#[ignore = "defect: diff_objects panics (subtract with overflow, src/sizes/diff.rs) on an ELF symbol past its section's end"]
 fn diff_refuses_an_elf_symbol_past_its_section_end() {
     let good = basic_object("x86_64");
     let mut broken = good.clone();
@@ -116,7 +114,6 @@ fn diff_refuses_an_elf_symbol_past_its_section_end() {
 /// Every single-byte corruption of a small ELF and Mach-O object's first kilobyte: `diff`
 /// refuses it or reads it with totals that add up, and never panics.
 #[test]
-#[ignore = "defect: diff_objects panics on some one-byte corruptions of an object (symbols past their section's end)"]
 fn diff_never_panics_on_one_corrupted_byte() {
     for target in [
         "x86_64",
@@ -185,4 +182,34 @@ fn diff_refuses_threads_as_it_refuses_report() {
         "diff --threads 3: {}",
         String::from_utf8_lossy(&threads.stdout)
     );
+}
+
+/// On the command line the refusal names the files and the symbol, and exits non-zero.
+#[test]
+fn the_cli_names_the_files_of_a_refused_diff() {
+    let good = basic_object("x86_64-apple-darwin");
+    let mut broken = good.clone();
+    let symbols = macho_symbols(&broken);
+    let value = symbols[symbols.len() - 1] + 8;
+    broken[value..value + 8].copy_from_slice(&0xe100u64.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("good.o"), dir.path().join("broken.o"));
+    std::fs::write(&before, &good).unwrap();
+    std::fs::write(&after, &broken).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clif-merge"))
+        .arg("diff")
+        .args([&before, &after])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    for needle in [
+        "good.o (before)",
+        "broken.o (after)",
+        "the object after",
+        "outside its section",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
 }
