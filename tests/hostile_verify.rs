@@ -67,12 +67,10 @@ fn verify_accepts_correct_merges_and_reports_wrong_ones_of_64_bits_and_less() {
     }
 }
 
-/// A function with a vector parameter or result is skipped (`runnable_signature`: scalars
-/// only), though the interpreter runs vector code: a wrong merge of two of them passes
-/// `--verify` with exit 0 (the summary says `2 skipped`, `2 not at all`). Vector arguments
-/// are `DataValue::V128`, as the edge values and random bits of scalars are.
+/// Functions with vector parameters and results are run (they were skipped, so a wrong merge
+/// of two of them passed `--verify`): vector arguments are the lane type's edge values in
+/// every lane, small numbers splatted, or random bits.
 #[test]
-#[ignore = "defect: --verify skips functions with vector parameters or results, so a wrong merge of them passes"]
 fn verify_accepts_correct_merges_and_reports_wrong_ones_of_vectors() {
     for ty in ["i8x16", "i32x4", "i64x2"] {
         verify_a_correct_merge(ty);
@@ -80,13 +78,11 @@ fn verify_accepts_correct_merges_and_reports_wrong_ones_of_vectors() {
     }
 }
 
-/// The edge values of an `i128` argument are computed as `-(1 << 127)` and `(1 << 127) - 1`
-/// in `i128` (src/verify/inputs.rs), which overflows: `--verify` panics (exit 101) on any
-/// module with an `i128` parameter, 47 of Cranelift's own run-test files among them
-/// (`clif-merge ../shared/runtests/i128-arithmetic.clif --verify`). Minimal input:
-/// `function %f(i128) -> i128 { block0(v0: i128): return v0 }`.
+/// The edge values of an `i128` argument were computed as `-(1 << 127)` in `i128`, which
+/// overflowed: `--verify` panicked on any module with an `i128` parameter, 47 of Cranelift's
+/// own run-test files among them (`clif-merge ../shared/runtests/i128-arithmetic.clif
+/// --verify`).
 #[test]
-#[ignore = "defect: --verify panics (attempt to negate with overflow, src/verify/inputs.rs) on an i128 parameter"]
 fn verify_checks_merges_of_i128_functions() {
     verify_a_correct_merge("i128");
     verify_a_wrong_merge("i128");
@@ -132,23 +128,20 @@ fn verify_reports_a_wrong_merge_through_a_stack_slot() {
     assert!(checked.is_ok(), "{}", checked.summary());
 }
 
-/// When every function is skipped (here: vector signatures), nothing of the merge was checked,
-/// yet `coverage_warning` stays silent: it warns only when `runs > 0` and under half of them
-/// ended, so a run of `clif-merge vec.clif --verify` on two equal `(i32x4) -> i32x4` functions
-/// prints `verify: 0 functions, 0 runs, ... 2 skipped` with no warning, where a module of frame
-/// readers that ran a third of its runs gets "most of this merge was not checked".
+/// When every function is skipped (here: struct arguments, which the interpreter cannot be
+/// called with), nothing of the merge was checked, and the report must say so: the warning
+/// used to need `runs > 0`, so `verify: 0 functions, 0 runs, ... 2 skipped` came with none.
 #[test]
-#[ignore = "defect: --verify gives no coverage warning when every function was skipped (0 runs)"]
 fn verify_warns_when_nothing_was_checked() {
     let text = "
-function %v1(i32x4) -> i32x4 {
-block0(v0: i32x4):
-    v1 = iadd v0, v0
+function %v1(i64 sarg(8)) -> i64 {
+block0(v0: i64):
+    v1 = load.i64 v0
     return v1
 }
-function %v2(i32x4) -> i32x4 {
-block0(v0: i32x4):
-    v1 = iadd v0, v0
+function %v2(i64 sarg(8)) -> i64 {
+block0(v0: i64):
+    v1 = load.i64 v0
     return v1
 }
 ";
