@@ -188,10 +188,9 @@ fn call_through_a_pointer_with_bti(object: &[u8], name: &str) -> Option<Option<i
 }
 
 /// At run time: under BTI, `fact0` (compiled, `bti c` first) called through a pointer returns
-/// 120; `fact1`, merged into a one-`b` thunk of it, raises SIGILL (qemu: "uncaught target
-/// signal 4"), where the unmerged program returned 120.
+/// 120; so does `fact1`, merged into a thunk of it (a bare `b` raised SIGILL, qemu: "uncaught
+/// target signal 4").
 #[test]
-#[ignore = "defect: with use_bti an exported thunk called through a pointer faults (SIGILL under qemu -cpu max)"]
 fn with_bti_a_merged_function_called_through_a_pointer_runs() {
     let object = merged_object(Mode::Safe, &["use_bti", "is_pic"]);
     let Some(kept) = call_through_a_pointer_with_bti(&object, "fact0") else {
