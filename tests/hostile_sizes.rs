@@ -156,11 +156,10 @@ fn the_unbroken_objects_diff_and_add_up() {
     assert_eq!(macho_symbols(&macho).len(), 6);
 }
 
-/// `clif-merge diff` has no parallel phase, yet its usage line says `[OPTIONS]` and it accepts
-/// `--threads N` (the main command's option, declared global) and ignores it; an option a
-/// command cannot honour is refused as a usage error (exit 2), as `diff --report json` is.
+/// `clif-merge diff` has no parallel phase; it accepted `--threads N` (an option declared
+/// global for `summarize` and `combine`) and ignored it. An option a command cannot honour is
+/// refused as a usage error (exit 2), as `diff --report json` is.
 #[test]
-#[ignore = "defect: clif-merge diff accepts --threads and ignores it"]
 fn diff_refuses_threads_as_it_refuses_report() {
     let dir = tempfile::tempdir().unwrap();
     let object = dir.path().join("m.o");
