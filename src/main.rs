@@ -188,6 +188,16 @@ fn main() {
     let opts = match expand_argument_files(std::env::args_os()) {
         Ok(expanded) => {
             let opts = Opts::parse_from(expanded.args);
+            if matches!(opts.command, Some(Command::Diff(_))) && opts.threads.is_some() {
+                // `--threads` is global for `summarize` and `combine`; `diff` has nothing to
+                // run in parallel, and an option a command cannot honour is a usage error.
+                <Opts as clap::CommandFactory>::command()
+                    .error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        "the argument '--threads <N>' cannot be used with 'diff'",
+                    )
+                    .exit();
+            }
             if expanded.read_stdin && opts.files.iter().any(|f| f == Path::new("-")) {
                 eprintln!(
                     "error: `@-` reads the arguments from standard input, so `-` cannot read the module from it too"

@@ -49,9 +49,9 @@ pub struct MergeOptions {
     /// Also merge similar functions (see [`crate::similar`]).
     pub similar: Option<SimilarOptions>,
     /// Global merging's round 2 (see [`crate::global`]): what the other units of the program
-    /// hold. Functions another unit also holds become thunks to shared bodies first. Only entry
-    /// points that write symbols can honour it (the pipeline); the others refuse it
-    /// ([`crate::Error::Unsupported`]).
+    /// hold. Functions another unit also holds become thunks to shared bodies first. The
+    /// pipeline and `merge_module_with_options` apply it; `batch` and `MergingModule`, whose
+    /// callers define the symbols, refuse it ([`crate::Error::Unsupported`]).
     pub summary: Option<Summary>,
     /// Threads for the parallel phases: a pool of this many is made for the call. `None`: the
     /// pool the caller runs on (rayon's global pool, one thread per core, unless the caller

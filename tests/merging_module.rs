@@ -4,7 +4,7 @@
 
 use clif_merge::{Action, MergeOptions, MergingModule, Mode};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, Value, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::{Context, isa::OwnedTargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -14,6 +14,8 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 // A skip note goes past the test harness's capture, so that `cargo test` shows it.
 use std::io::Write as _;
 
+#[path = "common/build.rs"]
+mod build;
 #[path = "common/cc.rs"]
 mod cc;
 use cc::link_and_run;
@@ -38,41 +40,14 @@ fn declare(module: &mut impl Module, name: &str, linkage: Linkage) -> FuncId {
     module.declare_function(name, linkage, &sig).unwrap()
 }
 
-/// Builds `id`'s body with `body(builder, module, param) -> result` and defines it; returns the
-/// context after `define_function`.
+/// Builds `id`'s body, one block returning `body(builder, import, its parameter)`, and defines
+/// it; returns the context after `define_function`.
 fn define(
     module: &mut impl Module,
     id: FuncId,
-    body: impl FnOnce(
-        &mut FunctionBuilder,
-        &mut dyn FnMut(FuncId, &mut FunctionBuilder) -> cranelift_codegen::ir::FuncRef,
-        cranelift_codegen::ir::Value,
-    ) -> cranelift_codegen::ir::Value,
+    body: impl FnOnce(&mut FunctionBuilder, &mut build::Import, Value) -> Value,
 ) -> Context {
-    let mut ctx = module.make_context();
-    ctx.func.signature = module
-        .declarations()
-        .get_function_decl(id)
-        .signature
-        .clone();
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let config = module.target_config();
-    let mut fctx = FunctionBuilderContext::new();
-    {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        b.seal_block(entry);
-        let x = b.block_params(entry)[0];
-        let mut import =
-            |callee: FuncId, b: &mut FunctionBuilder| module.declare_func_in_func(callee, b.func);
-        let r = body(&mut b, &mut import, x);
-        b.ins().return_(&[r]);
-        b.finalize(config);
-    }
-    module.define_function(id, &mut ctx).unwrap();
-    ctx
+    build::build(module, id, |b, import, params| body(b, import, params[0]))
 }
 
 /// `x * 3 + 1`

@@ -6,16 +6,18 @@
 //! and its code is read to prove its size.
 
 use clif_merge::MergingModule;
-use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, UserFuncName, types};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, types};
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 
+#[path = "common/build.rs"]
+mod build;
 #[path = "common/link.rs"]
 mod link;
+use build::build;
 
 #[derive(Clone, Copy, Debug)]
 enum Timing {
@@ -77,43 +79,6 @@ fn weighted_sum_value(args: &[i64], k: i64) -> i64 {
         .map(|(i, x)| (i as i64 + 1) * x)
         .sum();
     ((acc * 7 + 2) ^ 5) + k
-}
-
-/// Builds and defines `id` with its declared signature; `body(builder, import, params)` gives
-/// the result.
-fn build(
-    module: &mut impl Module,
-    id: FuncId,
-    body: impl FnOnce(
-        &mut FunctionBuilder,
-        &mut dyn FnMut(FuncId, &mut FunctionBuilder) -> cranelift_codegen::ir::FuncRef,
-        &[cranelift_codegen::ir::Value],
-    ) -> cranelift_codegen::ir::Value,
-) -> cranelift_codegen::Context {
-    let mut ctx = module.make_context();
-    ctx.func.signature = module
-        .declarations()
-        .get_function_decl(id)
-        .signature
-        .clone();
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let config = module.target_config();
-    let mut fctx = FunctionBuilderContext::new();
-    {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        b.seal_block(entry);
-        let params = b.block_params(entry).to_vec();
-        let mut import =
-            |callee: FuncId, b: &mut FunctionBuilder| module.declare_func_in_func(callee, b.func);
-        let r = body(&mut b, &mut import, &params);
-        b.ins().return_(&[r]);
-        b.finalize(config);
-    }
-    module.define_function(id, &mut ctx).unwrap();
-    ctx
 }
 
 /// The target of the x86_64 `jmp rel32` at `code`, or None if `code` is not one.

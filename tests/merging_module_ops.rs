@@ -17,6 +17,8 @@ use cranelift_module::{FuncId, Linkage, Module, ModuleError, ModuleResult, defau
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use proptest::prelude::*;
 
+#[path = "common/build.rs"]
+mod build;
 #[path = "common/cc.rs"]
 mod cc;
 use cc::link_and_run;
@@ -256,23 +258,12 @@ fn define_wrapper(module: &mut impl Module, ids: &mut Vec<FuncId>, i: usize) {
         .declare_function(&format!("call_{}", name(i)), Linkage::Export, &sig)
         .unwrap();
     ids.push(id);
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let config = module.target_config();
-    let mut fctx = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let x = b.block_params(entry)[0];
-    let f = module.declare_func_in_func(ids[i], b.func);
-    let call = b.ins().call(f, &[x]);
-    let r = b.inst_results(call)[0];
-    b.ins().return_(&[r]);
-    b.finalize(config);
-    module.define_function(id, &mut ctx).unwrap();
+    let callee = ids[i];
+    build::build(module, id, |b, import, params| {
+        let f = import(callee, b);
+        let call = b.ins().call(f, &[params[0]]);
+        b.inst_results(call)[0]
+    });
 }
 
 /// [`drive`] over JIT modules; every function (wrappers included) computes alike.

@@ -27,7 +27,13 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
     let not_object = |path: &Path| format!("{}: not an ELF or Mach-O object", path.display());
     check_object(&before).with_context(|| not_object(&args.before))?;
     check_object(&after).with_context(|| not_object(&args.after))?;
-    let diff = clif_merge::sizes::diff_objects(&before, &after)?;
+    let diff = clif_merge::sizes::diff_objects(&before, &after).with_context(|| {
+        format!(
+            "cannot diff {} (before) and {} (after)",
+            args.before.display(),
+            args.after.display()
+        )
+    })?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(diff.to_text().as_bytes())?;
     stdout.flush()?;

@@ -58,7 +58,10 @@ struct TextSymbols {
 
 /// The difference between the objects `before` and `after` (their bytes).
 pub fn diff_objects(before: &[u8], after: &[u8]) -> Result<ObjectDiff, ObjectError> {
-    let (b, a) = (text_symbols(before)?, text_symbols(after)?);
+    let read = |bytes: &[u8], which: &str| {
+        text_symbols(bytes).map_err(|e| ObjectError::write(format!("the object {which}: {e}")))
+    };
+    let (b, a) = (read(before, "before")?, read(after, "after")?);
     let names: BTreeSet<&String> = b.symbols.keys().chain(a.symbols.keys()).collect();
     let mut symbols: Vec<SymbolChange> = names
         .into_iter()
@@ -111,7 +114,18 @@ fn text_symbols(bytes: &[u8]) -> Result<TextSymbols, ObjectError> {
         // By address, then name.
         let mut here = by_section.remove(&section.index().0).unwrap_or_default();
         here.sort();
-        let end = section.address() + section.size();
+        let end = section.address().saturating_add(section.size());
+        if let Some((address, name, _)) = here
+            .iter()
+            .find(|(address, ..)| *address < section.address() || *address > end)
+        {
+            return Err(ObjectError::write(format!(
+                "malformed object: symbol `{name}` at {address:#x} lies outside its section `{}` \
+                 ({:#x}..{end:#x})",
+                section.name().unwrap_or("?"),
+                section.address()
+            )));
+        }
         let mut owner: Option<(u64, String)> = None;
         for at in 0..here.len() {
             let (address, name, size) = &here[at];
@@ -130,6 +144,7 @@ fn text_symbols(bytes: &[u8]) -> Result<TextSymbols, ObjectError> {
                 .map(|h| h.0)
                 .find(|a| a > address)
                 .unwrap_or(end)
+                .min(end)
                 .saturating_sub(*address);
             let bytes = if macho { next } else { (*size).min(next) };
             out.symbols.entry(name.clone()).or_insert((0, None)).0 += bytes;

@@ -15,8 +15,23 @@ pub(super) fn value_of_bits(ty: Type, lo: u64, hi: u64) -> Option<DataValue> {
         types::I128 => DataValue::I128(((u128::from(hi) << 64) | u128::from(lo)) as i128),
         types::F32 => DataValue::F32(Ieee32::with_bits(lo as u32)),
         types::F64 => DataValue::F64(Ieee64::with_bits(lo)),
+        // A vector of up to 128 bits: its lanes are the low bits, in memory order.
+        ty if ty.is_vector() && ty.bits() <= 128 => {
+            let bytes = ((u128::from(hi) << 64) | u128::from(lo)).to_le_bytes();
+            DataValue::read_from_slice_le(&bytes, ty)
+        }
         _ => return None,
     })
+}
+
+/// The vector of type `ty` whose every lane is `lane` (a value of `ty`'s lane type).
+fn splat(ty: Type, lane: &DataValue) -> DataValue {
+    let lane_bytes = ty.lane_type().bytes() as usize;
+    let mut bytes = [0u8; 16];
+    for at in (0..ty.bytes() as usize).step_by(lane_bytes) {
+        lane.write_to_slice_le(&mut bytes[at..at + lane_bytes]);
+    }
+    DataValue::read_from_slice_le(&bytes, ty)
 }
 
 /// Arguments of run number `run`: the first tuples are edge values for every parameter (0, 1,
@@ -40,11 +55,17 @@ pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) 
                     } else {
                         (rng.next() % 33) as i64 - 16
                     };
-                    if ty.is_float() {
-                        float_of(ty, small as f64)
+                    let lane = ty.lane_type();
+                    let value = if lane.is_float() {
+                        float_of(lane, small as f64)
                     } else {
-                        value_of_bits(ty, small as u64, if small < 0 { u64::MAX } else { 0 })
+                        value_of_bits(lane, small as u64, if small < 0 { u64::MAX } else { 0 })
                             .expect("a scalar type")
+                    };
+                    if ty.is_vector() {
+                        splat(ty, &value)
+                    } else {
+                        value
                     }
                 }
                 _ => {
@@ -64,9 +85,15 @@ fn float_of(ty: Type, x: f64) -> DataValue {
     }
 }
 
-/// 0, 1, -1, MIN, MAX, then NaN (floats) or 2, then more for floats.
+/// 0, 1, -1, MIN, MAX, then NaN (floats) or 2, then more for floats; a vector's are its lane
+/// type's, in every lane.
 fn edge_values(ty: Type) -> Vec<DataValue> {
-    if ty.is_float() {
+    if ty.is_vector() {
+        edge_values(ty.lane_type())
+            .iter()
+            .map(|lane| splat(ty, lane))
+            .collect()
+    } else if ty.is_float() {
         let mut v: Vec<DataValue> = [0.0, 1.0, -1.0, f64::MIN, f64::MAX, f64::NAN]
             .iter()
             .map(|&x| float_of(ty, x))
@@ -82,9 +109,9 @@ fn edge_values(ty: Type) -> Vec<DataValue> {
         );
         v
     } else {
-        let bits = ty.bits();
-        let min: i128 = -(1i128 << (bits - 1));
-        let max: i128 = (1i128 << (bits - 1)) - 1;
+        // Arithmetic shifts, which do not overflow at 128 bits.
+        let unused = 128 - ty.bits();
+        let (min, max) = (i128::MIN >> unused, i128::MAX >> unused);
         [0, 1, -1, min, max, 2]
             .iter()
             .map(|&x| {

@@ -338,10 +338,10 @@ pub fn run_function(
     }
 }
 
-/// Whether the interpreter can be called with this signature from here: scalar integers and
-/// floats only (no vectors, no struct arguments).
+/// Whether the interpreter can be called with this signature from here: integers, floats and
+/// vectors of them up to 128 bits (no struct arguments).
 pub fn runnable_signature(sig: &Signature) -> bool {
-    let scalar = |ty: Type| {
+    let lane = |ty: Type| {
         matches!(
             ty,
             types::I8
@@ -353,6 +353,8 @@ pub fn runnable_signature(sig: &Signature) -> bool {
                 | types::F64
         )
     };
+    // Scalars, and vectors of those lanes of at most 128 bits (what `DataValue` holds).
+    let scalar = |ty: Type| lane(ty.lane_type()) && ty.bits() <= 128 && !ty.is_dynamic_vector();
     sig.params
         .iter()
         .all(|p| scalar(p.value_type) && !matches!(p.purpose, ArgumentPurpose::StructArgument(_)))

@@ -70,6 +70,14 @@ impl VerifyReport {
     /// A warning when most runs could not be run to the end, so that "0 mismatches" is not
     /// taken for more than it is.
     pub fn coverage_warning(&self) -> Option<String> {
+        if self.runs == 0 && self.skipped > 0 {
+            return Some(format!(
+                "warning: --verify ran nothing: {} functions have signatures the interpreter \
+                 cannot call (struct arguments, vectors wider than 128 bits): this merge was \
+                 not checked",
+                self.skipped
+            ));
+        }
         let done = self.completed_runs();
         (self.runs > 0 && done * 2 < self.runs).then(|| {
             format!(

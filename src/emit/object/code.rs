@@ -9,7 +9,7 @@ use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{Function, InstructionData};
 use cranelift_codegen::isa;
-use cranelift_entity::PrimaryMap;
+use cranelift_entity::{EntityRef, PrimaryMap};
 use cranelift_module::{ModuleReloc, ModuleRelocTarget};
 
 /// A relocation whose target is a slot or something outside the module.
@@ -58,9 +58,10 @@ pub(super) fn compile_all(
     for _ in 0..module.id_count() {
         out.push(Code::Removed);
     }
+    let jumps = jumps_off_cycles(module);
     for (id, mf) in module.iter() {
-        if let Some(target) = thunk_target(module, &mf.func) {
-            out[id] = Code::Thunk(slots.index[&target]);
+        if let Some(target) = &jumps[id.index()] {
+            out[id] = Code::Thunk(slots.index[target]);
             continue;
         }
         ctx.clear();
@@ -118,8 +119,48 @@ pub(super) fn compile_all(
     Ok(out)
 }
 
+/// By id, the function each defined function jumps to ([`thunk_target`]), except where the
+/// jumps make a cycle (`%g` forwarding to its own alias, `%p` and `%q` forwarding to each
+/// other): compiled, such functions call each other until the stack overflows; as jumps they
+/// would loop forever. So every function on a cycle stays compiled.
+fn jumps_off_cycles(module: &ClifModule) -> Vec<Option<FuncName>> {
+    let mut jumps: Vec<Option<FuncName>> = vec![None; module.id_count()];
+    for (id, mf) in module.iter() {
+        jumps[id.index()] = thunk_target(module, &mf.func);
+    }
+    let next = |jumps: &[Option<FuncName>], at: usize| {
+        jumps[at]
+            .as_ref()
+            .and_then(|t| module.resolve(t))
+            .map(|id| id.index())
+    };
+    // Each function jumps to at most one: walk from each, marking the walk, until a function
+    // walked before; if it is on this walk, the walk from there on is a cycle.
+    const UNSEEN: usize = usize::MAX;
+    let mut walk_of = vec![UNSEEN; jumps.len()];
+    let mut on_cycle = Vec::new();
+    for start in 0..jumps.len() {
+        let mut path = Vec::new();
+        let mut at = Some(start);
+        while let Some(here) = at.filter(|&h| walk_of[h] == UNSEEN) {
+            walk_of[here] = start;
+            path.push(here);
+            at = next(&jumps, here);
+        }
+        if let Some(seen) = at.filter(|&h| walk_of[h] == start) {
+            let from = path.iter().position(|&p| p == seen).expect("on this walk");
+            on_cycle.extend_from_slice(&path[from..]);
+        }
+    }
+    for at in on_cycle {
+        jumps[at] = None;
+    }
+    jumps
+}
+
 /// The function a forwarding thunk jumps to, when the callee has exactly `func`'s signature (so
-/// that a jump is correct whatever the convention), nothing the compiled function would do
+/// that a jump is correct whatever the convention) as declared and, in the module, as defined,
+/// nothing the compiled function would do
 /// before the call can be observed ([`prologue_is_unobservable`]), and the callee is no module
 /// function that reads its own frame (a jump is a tail call: the callee would see the thunk's
 /// caller as its own, see `crate::policy::frame`).
@@ -141,10 +182,14 @@ fn thunk_target(module: &ClifModule, func: &Function) -> Option<FuncName> {
     // would loop instead.
     let target =
         FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))?;
-    let reads_frame = module
-        .resolve(&target)
-        .is_some_and(|id| reads_own_frame(&module.function(id).func));
-    (!reads_frame).then_some(target)
+    // The callee as defined, where the module defines it: a jump hands over its code, so its
+    // signature must be the thunk's too (`-> i8 uext` declared at the call but `-> i8` defined:
+    // compiled, the thunk extends the result itself; jumping, nothing would).
+    let unfit = module.resolve(&target).is_some_and(|id| {
+        let callee = &module.function(id).func;
+        callee.signature != func.signature || reads_own_frame(callee)
+    });
+    (!unfit).then_some(target)
 }
 
 /// Whether a jump may stand for `func`'s prologue: it has no stack limit (a function that calls

@@ -144,7 +144,7 @@ pub fn write_object(
     let mut object_module = ObjectModule::new(builder);
     let ids = define::declare(&mut object_module, &slots, &code)?;
     let id_of = |slot: u32| ids[slot as usize].expect("every referenced slot is declared");
-    let jump = target::jump_thunk(&options.target);
+    let jump = target::jump_thunk(&options.target, isa.is_branch_protection_enabled());
     let defined = define::define(&mut object_module, module, &slots, &code, id_of, &jump)?;
     let product = object_module.finish();
     let mut object = product.object;

@@ -198,7 +198,11 @@ pub(super) struct JumpThunk {
     pub(super) addend: i64,
 }
 
-pub(super) fn jump_thunk(target: &Triple) -> JumpThunk {
+/// The thunk for `target`; with branch protection (`isa.is_branch_protection_enabled()`,
+/// aarch64's `use_bti`) the jump follows a `bti c` landing pad, as every function Cranelift
+/// compiles there begins with one: a thunk is a function any object may call through a pointer,
+/// and an indirect call to code without a pad faults on a guarded page.
+pub(super) fn jump_thunk(target: &Triple, branch_protection: bool) -> JumpThunk {
     match (target.architecture, target.binary_format) {
         // `jmp rel32`; the displacement is relative to the end of the instruction.
         (Architecture::X86_64, BinaryFormat::Elf) => JumpThunk {
@@ -214,6 +218,14 @@ pub(super) fn jump_thunk(target: &Triple) -> JumpThunk {
             reloc_offset: 1,
             kind: Reloc::X86CallPCRel4,
             addend: -4,
+        },
+        // `bti c; b imm26`.
+        _ if branch_protection => JumpThunk {
+            bytes: &[0x5f, 0x24, 0x03, 0xd5, 0x00, 0x00, 0x00, 0x14],
+            alignment: 4,
+            reloc_offset: 4,
+            kind: Reloc::Arm64Call,
+            addend: 0,
         },
         // `b imm26`.
         _ => JumpThunk {
