@@ -8,9 +8,11 @@
 //! elements share a class exactly when their tokens are equal and their class references, in
 //! order, point to elements of equal classes.
 //!
-//! 1. `fn_tree`: an ordered set keyed by (hash, tokens), class references ignored. Elements with
-//!    the same key form the first classes; lookup is O(log N), and most comparisons end at the
-//!    hash.
+//! 1. `fn_tree`: elements with equal tokens (class references ignored) form the first classes,
+//!    found by their hashes in a hash map; the tokens are compared only to confirm a hash that
+//!    another element has (or to tell apart tokens whose hashes collide). An element alone in
+//!    its first class costs nothing more: only classes of two or more keep their members and
+//!    their members' referrers.
 //! 2. `deferred`: a worklist of classes to split. A class splits by the classes of its members'
 //!    class references. When an element moves to a new class, the classes of the elements that
 //!    refer to it go back on the worklist. Repeat until the worklist is empty.
@@ -20,8 +22,9 @@
 
 use crate::compare::Fingerprint;
 use crate::module::FunctionId;
-use cranelift_entity::{PrimaryMap, SecondaryMap, entity_impl};
-use std::collections::BTreeMap;
+use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap, entity_impl};
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// A class of the partition while it is refined.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -46,41 +49,6 @@ pub fn refine(
     refiner.classes()
 }
 
-/// A key in `fn_tree`: the order of fingerprints with class references ignored.
-struct FnKey<'a> {
-    hash: u64,
-    fingerprint: &'a Fingerprint,
-}
-
-impl Ord for FnKey<'_> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.hash.cmp(&other.hash).then_with(|| {
-            let (a, b) = (&self.fingerprint.tokens, &other.fingerprint.tokens);
-            // Keys with equal hashes are almost always equal: an equality test (a `memcmp`)
-            // settles that several times faster than the element-by-element order.
-            if a == b {
-                std::cmp::Ordering::Equal
-            } else {
-                a.cmp(b)
-            }
-        })
-    }
-}
-
-impl PartialOrd for FnKey<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for FnKey<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for FnKey<'_> {}
-
 /// A map with an entry for each of `n` keys already (growing it entry by entry costs a check
 /// and a resize on every write).
 fn sized<K: cranelift_entity::EntityRef, V: Clone + Default>(n: usize) -> SecondaryMap<K, V> {
@@ -90,13 +58,21 @@ fn sized<K: cranelift_entity::EntityRef, V: Clone + Default>(n: usize) -> Second
 }
 
 /// The state of the refinement.
+///
+/// Only a class of two or more can split, so only such a class lists its members: a class of
+/// one (most classes in most modules) is an id and nothing more, and an element alone in its
+/// first class is nobody's referrer (its class never splits).
 struct Refiner<'a> {
     fingerprints: &'a PrimaryMap<FunctionId, Fingerprint>,
     hashes: &'a PrimaryMap<FunctionId, u64>,
     class_of: SecondaryMap<FunctionId, ClassId>,
+    /// The members of each class of two or more; empty for a class of one.
     members: PrimaryMap<ClassId, Vec<FunctionId>>,
-    /// For each element, the elements holding a class reference to it.
-    referrers: SecondaryMap<FunctionId, Vec<FunctionId>>,
+    /// The elements holding a class reference to `f` are
+    /// `referrers[referrer_start[f]..referrer_start[f + 1]]` (both in first classes of two or
+    /// more; one vector for all of them).
+    referrer_start: Vec<u32>,
+    referrers: Vec<FunctionId>,
     /// Classes to split again (LLVM's `Deferred`), and whether each is queued.
     deferred: Vec<ClassId>,
     queued: SecondaryMap<ClassId, bool>,
@@ -107,56 +83,128 @@ impl<'a> Refiner<'a> {
         fingerprints: &'a PrimaryMap<FunctionId, Fingerprint>,
         hashes: &'a PrimaryMap<FunctionId, u64>,
     ) -> Self {
-        let mut referrers: SecondaryMap<FunctionId, Vec<FunctionId>> = sized(fingerprints.len());
-        for (f, fp) in fingerprints.iter() {
-            for &callee in &fp.class_refs {
-                let list = &mut referrers[callee];
-                if list.last() != Some(&f) {
-                    list.push(f);
-                }
-            }
-        }
         Refiner {
             fingerprints,
             hashes,
             class_of: sized(fingerprints.len()),
             members: PrimaryMap::new(),
-            referrers,
+            referrer_start: Vec::new(),
+            referrers: Vec::new(),
             deferred: Vec::new(),
             queued: SecondaryMap::new(),
         }
     }
 
-    /// Phase 1 of 2: the first classes, from `fn_tree`.
+    /// Phase 1 of 2: the first classes (`fn_tree`): elements whose tokens are equal. The hash
+    /// finds the candidates; the tokens are compared only to confirm (or to tell apart tokens
+    /// whose hashes collide).
     fn initial_classes(&mut self) {
-        let mut fn_tree: BTreeMap<FnKey<'a>, ClassId> = BTreeMap::new();
-        for (f, fp) in self.fingerprints.iter() {
-            if fp.is_unique() {
+        let fingerprints = self.fingerprints;
+        let n = fingerprints.len();
+        let mut first_of_hash: FxHashMap<u64, ClassId> = FxHashMap::default();
+        first_of_hash.reserve(n);
+        // Per class: its first member, its size, and the next class whose tokens have the
+        // same hash.
+        let mut first_member: Vec<FunctionId> = Vec::with_capacity(n);
+        let mut size: Vec<u32> = Vec::with_capacity(n);
+        let mut same_hash: Vec<Option<ClassId>> = Vec::with_capacity(n);
+        for (f, fp) in fingerprints.iter() {
+            let class = match fp.is_unique() {
                 // Alone by construction: no need to look it up.
-                self.class_of[f] = self.members.push(vec![f]);
-                continue;
-            }
-            let key = FnKey {
-                hash: self.hashes[f],
-                fingerprint: fp,
+                true => None,
+                false => match first_of_hash.entry(self.hashes[f]) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(ClassId::new(first_member.len()));
+                        None
+                    }
+                    Entry::Occupied(slot) => {
+                        let mut class = *slot.get();
+                        loop {
+                            if fingerprints[first_member[class.index()]].tokens == fp.tokens {
+                                break Some(class);
+                            }
+                            match same_hash[class.index()] {
+                                Some(next) => class = next,
+                                None => {
+                                    same_hash[class.index()] =
+                                        Some(ClassId::new(first_member.len()));
+                                    break None;
+                                }
+                            }
+                        }
+                    }
+                },
             };
-            let next = self.members.next_key();
-            let class = *fn_tree.entry(key).or_insert(next);
-            if class == next {
-                self.members.push(Vec::new());
-            }
-            self.members[class].push(f);
+            let class = class.unwrap_or_else(|| {
+                first_member.push(f);
+                size.push(0);
+                same_hash.push(None);
+                ClassId::new(first_member.len() - 1)
+            });
+            size[class.index()] += 1;
             self.class_of[f] = class;
         }
+        self.members = PrimaryMap::with_capacity(size.len());
+        for &count in &size {
+            self.members.push(match count {
+                1 => Vec::new(),
+                _ => Vec::with_capacity(count as usize),
+            });
+        }
+        for f in fingerprints.keys() {
+            let class = self.class_of[f];
+            if size[class.index()] > 1 {
+                self.members[class].push(f);
+            }
+        }
+        self.find_referrers(&size);
+        self.queued.resize(size.len());
         for class in self.members.keys() {
             let members = &self.members[class];
             let has_refs = members
                 .iter()
-                .any(|&f| !self.fingerprints[f].class_refs.is_empty());
+                .any(|&f| !fingerprints[f].class_refs.is_empty());
             if members.len() > 1 && has_refs {
                 self.defer(class);
             }
         }
+    }
+
+    /// The referrers of every element that may move, counted, then written into one vector:
+    /// only references from and to elements whose first classes have two or more members
+    /// (no other element ever moves, and no other class is ever split).
+    fn find_referrers(&mut self, size: &[u32]) {
+        let class_of = &self.class_of;
+        let in_large_class = |f: FunctionId| size[class_of[f].index()] > 1;
+        let n = self.fingerprints.len();
+        let mut start = vec![0u32; n + 1];
+        let large = || {
+            self.fingerprints
+                .iter()
+                .filter(|&(f, fp)| !fp.class_refs.is_empty() && in_large_class(f))
+        };
+        for (_, fp) in large() {
+            for &callee in &fp.class_refs {
+                if in_large_class(callee) {
+                    start[callee.index() + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut referrers = vec![FunctionId::new(0); start[n] as usize];
+        let mut next = start.clone();
+        for (f, fp) in large() {
+            for &callee in &fp.class_refs {
+                if in_large_class(callee) {
+                    referrers[next[callee.index()] as usize] = f;
+                    next[callee.index()] += 1;
+                }
+            }
+        }
+        self.referrer_start = start;
+        self.referrers = referrers;
     }
 
     fn defer(&mut self, class: ClassId) {
@@ -183,33 +231,33 @@ impl<'a> Refiner<'a> {
             self.members[class] = members;
             return;
         }
+        // Sorted by the classes of the references, then by id: each run of equal references
+        // is a class, its members in id order.
         let class_of = &self.class_of;
         let refs_of = |f: FunctionId| self.fingerprints[f].class_refs.iter().map(|&r| class_of[r]);
         members.sort_by(|&a, &b| refs_of(a).cmp(refs_of(b)).then(a.cmp(&b)));
-        let mut runs: Vec<Vec<FunctionId>> = Vec::new();
-        for &f in &members {
-            match runs.last_mut() {
-                Some(run) if refs_of(run[0]).eq(refs_of(f)) => run.push(f),
-                _ => runs.push(vec![f]),
-            }
-        }
-        let mut runs = runs.into_iter();
-        let mut first = runs.next().unwrap_or_default();
-        first.sort();
-        self.members[class] = first;
-        let mut moved = Vec::new();
-        for mut run in runs {
-            run.sort();
-            let new_class = self.members.next_key();
-            for &f in &run {
+        let runs: Vec<usize> = members
+            .chunk_by(|&a, &b| refs_of(a).eq(refs_of(b)))
+            .map(<[FunctionId]>::len)
+            .collect();
+        let moved = members.split_off(runs[0]);
+        let mut rest = &moved[..];
+        for &len in &runs[1..] {
+            let (run, after) = rest.split_at(len);
+            rest = after;
+            let new_class = self.members.push(run.to_vec());
+            for &f in run {
                 self.class_of[f] = new_class;
-                moved.push(f);
             }
-            self.members.push(run);
         }
+        self.members[class] = members;
         for f in moved {
-            for i in 0..self.referrers[f].len() {
-                let referrer = self.referrers[f][i];
+            let (from, to) = (
+                self.referrer_start[f.index()],
+                self.referrer_start[f.index() + 1],
+            );
+            for i in from..to {
+                let referrer = self.referrers[i as usize];
                 let c = self.class_of[referrer];
                 if self.members[c].len() > 1 {
                     self.defer(c);
@@ -231,5 +279,94 @@ impl<'a> Refiner<'a> {
         }
         classes.sort();
         Classes { classes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The greatest fixpoint the slow way: classes by tokens, then split by the classes of the
+    /// references until nothing changes.
+    fn naive(fingerprints: &PrimaryMap<FunctionId, Fingerprint>) -> Classes {
+        let n = fingerprints.len();
+        let mut class: Vec<usize> = (0..n)
+            .map(|i| {
+                let fp = &fingerprints[FunctionId::new(i)];
+                match fp.is_unique() {
+                    true => n + i,
+                    false => (0..n)
+                        .find(|&j| fingerprints[FunctionId::new(j)].tokens == fp.tokens)
+                        .unwrap(),
+                }
+            })
+            .collect();
+        loop {
+            let key = |i: usize| {
+                let refs = &fingerprints[FunctionId::new(i)].class_refs;
+                (
+                    class[i],
+                    refs.iter().map(|r| class[r.index()]).collect::<Vec<_>>(),
+                )
+            };
+            let next: Vec<usize> = (0..n)
+                .map(|i| (0..n).find(|&j| key(j) == key(i)).unwrap())
+                .map(|j| if class[j] >= n { class[j] } else { j })
+                .collect();
+            if next == class {
+                break;
+            }
+            class = next;
+        }
+        let mut classes: Vec<Vec<FunctionId>> = Vec::new();
+        for i in 0..n {
+            let members: Vec<FunctionId> = (0..n)
+                .filter(|&j| class[j] == class[i])
+                .map(FunctionId::new)
+                .collect();
+            if members.len() > 1 && members[0].index() == i {
+                classes.push(members);
+            }
+        }
+        Classes { classes }
+    }
+
+    /// Elements with few distinct tokens, references between them, some unique, and hashes
+    /// that collide on purpose (`hash_bits` of the tokens' first value).
+    fn elements() -> impl Strategy<Value = (PrimaryMap<FunctionId, Fingerprint>, u64)> {
+        let element = (
+            0u32..4,
+            proptest::collection::vec(0usize..24, 0..3),
+            0u32..8,
+        );
+        (proptest::collection::vec(element, 1..24), 1u64..4).prop_map(|(elements, hash_bits)| {
+            let n = elements.len();
+            let map = elements
+                .into_iter()
+                .enumerate()
+                .map(|(i, (token, refs, unique))| match unique {
+                    0 => Fingerprint::unique(i as u32),
+                    _ => Fingerprint {
+                        tokens: vec![token],
+                        class_refs: refs.into_iter().map(|r| FunctionId::new(r % n)).collect(),
+                        ..Fingerprint::default()
+                    },
+                })
+                .collect::<Vec<_>>();
+            (PrimaryMap::from(map), hash_bits)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn refinement_is_the_greatest_fixpoint((fingerprints, hash_bits) in elements()) {
+            let hashes: PrimaryMap<FunctionId, u64> = fingerprints
+                .values()
+                .map(|fp| u64::from(fp.tokens[0]) & ((1 << hash_bits) - 1))
+                .collect::<Vec<_>>()
+                .into();
+            prop_assert_eq!(refine(&fingerprints, &hashes), naive(&fingerprints));
+        }
     }
 }

@@ -141,12 +141,25 @@ impl ModuleReader {
     /// Reads a file from disk (`-`: standard input, named `<stdin>` in messages); `.xz` files
     /// are decompressed.
     pub fn read_file(&mut self, path: &Path) -> Result<(), InputError> {
+        let file = display_name(path);
         let text = read_text(path)?;
-        self.read_text(display_name(path), &text)
+        let checked = self.parse_text(file, &text)?;
+        // The functions own everything they need: the text goes before they move into the
+        // module, so that its pages and the module's table are never all alive at once (the
+        // text is as large as the table; this was the peak of a whole run).
+        drop(text);
+        self.define_all(file, checked)
     }
 
     /// Reads CLIF text that came from `file`. A byte-order mark at the start is skipped.
     pub fn read_text(&mut self, file: &Path, text: &str) -> Result<(), InputError> {
+        let checked = self.parse_text(file, text)?;
+        self.define_all(file, checked)
+    }
+
+    /// The directives of `text` (kept in the reader), then its functions, parsed and checked,
+    /// in file order.
+    fn parse_text(&mut self, file: &Path, text: &str) -> Result<Vec<Vec<Checked>>, InputError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         // Three scans of the whole text before parsing; on a large file, the limits scan runs
         // beside the other two. Errors keep their order: directives first, then limits.
@@ -191,6 +204,12 @@ impl ModuleReader {
                 check_piece(file, text, piece, &Checks { verify, isa: &isa })
             }
         };
+        Ok(checked)
+    }
+
+    /// Defines the functions read from `file`; the first error in file order is the one
+    /// reported.
+    fn define_all(&mut self, file: &Path, checked: Vec<Vec<Checked>>) -> Result<(), InputError> {
         for (func, line, check) in checked.into_iter().flatten() {
             check?;
             let origin = Origin {
