@@ -764,6 +764,33 @@ mod tests {
         group.members.iter().map(|m| m.name.to_string()).collect()
     }
 
+    /// The `similar` bench's "nothing pays" shape: `%fI(v0, …, v5) = v0 + cI`, every member
+    /// exported (a thunk). The added parameter goes to the stack, and a body of two
+    /// instructions saves less than a thunk costs. The function's own parameters arrive in
+    /// registers and cost no code: priced as block parameters, they made the body look large
+    /// enough to pay from four members on.
+    #[test]
+    fn one_constant_beside_six_parameters_does_not_pay() {
+        let text: String = (0..8)
+            .map(|i| {
+                format!(
+                    "function %f{i}(i64, i64, i64, i64, i64, i64) -> i64 system_v {{
+                    block0(v0: i64, v1: i64, v2: i64, v3: i64, v4: i64, v5: i64):
+                        v6 = iconst.i64 {}
+                        v7 = iadd v0, v6
+                        return v7
+                    }}\n",
+                    1000 + 7 * i
+                )
+            })
+            .collect();
+        for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+            let groups = merged_by_the_model(&text, mode);
+            let found: Vec<Vec<String>> = groups.iter().map(members).collect();
+            assert_eq!(found, Vec::<Vec<String>>::new(), "{mode:?}");
+        }
+    }
+
     /// The issue's example: f1/f3 differ in one constant, f2/f4 in one, f1 and f2 in all five.
     /// One group of four needs five parameters and saves less than the two pairs with one each.
     #[test]

@@ -37,7 +37,7 @@ pub struct CostModel {
     pub per_branch_centibytes: u64,
     /// Per other instruction (arithmetic, conversions, comparisons).
     pub per_other_centibytes: u64,
-    /// Per block parameter (the moves that pass it).
+    /// Per parameter of a block other than the entry block (the moves that pass it).
     pub per_block_parameter_centibytes: u64,
     /// Per function: prologue, epilogue and alignment padding.
     pub per_function: u64,
@@ -82,7 +82,7 @@ pub struct InstructionMix {
     pub branches: u64,
     /// Every other instruction.
     pub other: u64,
-    /// Block parameters.
+    /// Parameters of blocks other than the entry block (which branches pass).
     pub block_parameters: u64,
 }
 
@@ -90,8 +90,13 @@ impl InstructionMix {
     /// The mix of `func`'s body.
     pub fn of(func: &Function) -> InstructionMix {
         let mut mix = InstructionMix::default();
+        let entry = func.layout.entry_block();
         for block in func.layout.blocks() {
-            mix.block_parameters += func.dfg.block_params(block).len() as u64;
+            // The entry block's parameters are the function's arguments, in their registers
+            // on entry: no branch passes them (a shape with many arguments is no larger).
+            if Some(block) != entry {
+                mix.block_parameters += func.dfg.block_params(block).len() as u64;
+            }
             for inst in func.layout.block_insts(block) {
                 let op = func.dfg.insts[inst].opcode();
                 let kind = match op {
@@ -221,5 +226,29 @@ impl RegisterBudget {}
 impl Default for RegisterBudget {
     fn default() -> Self {
         RegisterBudget::X86_64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InstructionMix;
+
+    /// The entry block's parameters are the function's arguments, in registers on entry: no
+    /// instruction passes them. Every other block's parameters are moves at its branches.
+    #[test]
+    fn block_parameters_count_those_branches_pass_not_the_arguments() {
+        let func = cranelift_reader::parse_functions(
+            "function %f(i64, i64, i64) -> i64 system_v {
+            block0(v0: i64, v1: i64, v2: i64):
+                brif v0, block1(v1), block1(v2)
+            block1(v3: i64):
+                return v3
+            }",
+        )
+        .expect("valid CLIF")
+        .remove(0);
+        let mix = InstructionMix::of(&func);
+        assert_eq!(mix.block_parameters, 1);
+        assert_eq!((mix.branches, mix.total()), (2, 2));
     }
 }
