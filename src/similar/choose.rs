@@ -2,7 +2,7 @@
 //! that pay (see `cost.rs`).
 
 use super::SimilarOptions;
-use super::cost::{GroupShape, InstructionMix, RegisterBudget, registers_of};
+use super::cost::{GroupShape, InstructionMix};
 use super::find::Member;
 use super::params::{ParamLayout, position_types};
 use crate::compare::Hole;
@@ -208,7 +208,7 @@ impl Choice<'_> {
         for _ in 0..WINDOW {
             let Some(at) = slot else { break };
             slot = free.after(at);
-            let fits = subgroup.refine(group, left[at], Some(self.options.registers), trial);
+            let fits = subgroup.refine(group, left[at], Some(self.options.max_parameters), trial);
             let counts = subgroup.counts.with(group, left[at]);
             match fits
                 .then(|| self.saving(group, counts, &trial.types))
@@ -278,9 +278,9 @@ impl Choice<'_> {
     }
 
     /// The estimated saving of merging a subgroup of `counts` whose parameters have `types`
-    /// (None when they do not fit the register budget, or there are none).
+    /// (None when there are none, or more than a group may add).
     fn saving(&self, group: &GroupFacts, counts: Counts, types: &[Type]) -> Option<i64> {
-        if types.is_empty() || !self.options.registers.fits(types) {
+        if !self.options.takes_parameters(types.len()) {
             return None;
         }
         let shape = GroupShape {
@@ -332,9 +332,8 @@ struct GroupFacts {
     /// Member `m`'s value at position `p`, numbered, at `m × positions + p`.
     values: Vec<u32>,
     positions: usize,
-    /// Each position's type (as a parameter), and the integer and float registers it takes.
+    /// Each position's type (as a parameter).
     types: Vec<Type>,
-    registers: Vec<(u8, u8)>,
     /// Whether each member keeps a symbol (a thunk) if merged.
     thunk: Vec<bool>,
     /// The direct calls to each member (which a removed member's callers pay for).
@@ -364,18 +363,11 @@ impl GroupFacts {
                 *numbers.entry(hole).or_insert(next)
             })
             .collect();
-        let registers = (types.iter())
-            .map(|&ty| {
-                let (int, float) = registers_of(ty);
-                (int.min(255) as u8, float.min(255) as u8)
-            })
-            .collect();
         let removable = |m: &Member| choice.removal.removable(choice.module, m.id);
         GroupFacts {
             values,
             positions: types.len(),
             types,
-            registers,
             thunk: members.iter().map(|m| !removable(m)).collect(),
             calls: members
                 .iter()
@@ -478,18 +470,17 @@ impl Subgroup {
 
     /// Writes into `trial` this subgroup with member `m` added: each class splits by `m`'s
     /// values, and a new class varies when its class did or `m`'s value is not the seed's.
-    /// With a `budget`, stops as soon as the parameters do not fit it (false).
+    /// With a `max_parameters`, stops as soon as the parameters are more (false).
     fn refine(
         &self,
         group: &GroupFacts,
         m: usize,
-        budget: Option<RegisterBudget>,
+        max_parameters: Option<usize>,
         trial: &mut Trial,
     ) -> bool {
         let values = group.values(m);
         let seed_values = group.values(self.seed);
-        let (max_int, max_float) = budget.map_or((usize::MAX, usize::MAX), |b| (b.int, b.float));
-        let (mut int, mut float) = (0, 0);
+        let max_parameters = max_parameters.unwrap_or(usize::MAX);
         trial.class_of.clear();
         trial.varying.clear();
         trial.types.clear();
@@ -522,9 +513,7 @@ impl Subgroup {
                 trial.varying.push(varies);
                 if varies {
                     trial.types.push(group.types[p]);
-                    let (i, f) = group.registers[p];
-                    (int, float) = (int + usize::from(i), float + usize::from(f));
-                    if int > max_int || float > max_float {
+                    if trial.types.len() > max_parameters {
                         return false;
                     }
                 }

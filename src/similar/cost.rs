@@ -213,7 +213,7 @@ fn count_registers(types: impl Iterator<Item = Type>) -> (usize, usize) {
 }
 
 /// The integer and float registers one argument of type `ty` takes.
-pub(super) fn registers_of(ty: Type) -> (usize, usize) {
+fn registers_of(ty: Type) -> (usize, usize) {
     if ty.is_float() || ty.is_vector() {
         (0, 1)
     } else {
