@@ -163,9 +163,9 @@ impl CostModel {
     }
 }
 
-/// How many arguments the target passes in registers. A group adds at most that many parameters
-/// of each class; parameters that, after the members' own, find no free register go to the
-/// stack, which the cost model charges ([`CostModel::per_stack_argument`]).
+/// How many arguments the target passes in registers: parameters a group adds that, after the
+/// members' own, find no free register go to the stack, which the cost model charges
+/// ([`CostModel::per_stack_argument`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterBudget {
     /// Integer and pointer arguments.

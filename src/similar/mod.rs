@@ -67,8 +67,9 @@
 //! `call_indirect`: an indirect call costs a register and, on some cores, a branch-target
 //! prediction, where the direct call cost nothing.
 //!
-//! A group is merged only when its parameters fit the target's argument registers
-//! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
+//! A group adds at most [`SimilarOptions::max_parameters`] parameters; those that find no free
+//! argument register ([`RegisterBudget`]) after the members' own are stack arguments. It is
+//! merged only when the cost model ([`CostModel`]) says it saves at least
 //! [`SimilarOptions::min_saving`] bytes. A group that does not is split (`choose.rs`) into
 //! subgroups that do, completely: the members left over, met again as a group, would be left
 //! again; and a group that does is still cut where its parts save more apart (members that
