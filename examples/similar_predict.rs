@@ -12,12 +12,14 @@
 //! instead, what the model counted and the code measured (to fit the model's constants):
 //! module, members, thunks, removed call sites, instructions, parameters, stack arguments,
 //! predicted saving, the members' code, the shared body's code, the thunks' code, and the
-//! first member's instruction mix (constants, calls, memory, branches, other, block parameters).
+//! first member's instruction mix (constants, calls, memory, branches, other, block parameters)
+//! and its own parameters.
+//! `SIMILAR_COST=656,424,…` (the eleven fields of `CostModel`, in order) tries other constants.
 
 use clif_merge::emit::object::{
     IsaSettings, ObjectOptions, OptLevel, parse_target, target_isa, write_object,
 };
-use clif_merge::similar::{InstructionMix, SizeJudge};
+use clif_merge::similar::{CostModel, InstructionMix, SizeJudge};
 use clif_merge::{
     ClifModule, FuncName, Mode, ReadOptions, SimilarOptions, merge_module_with, read_files,
 };
@@ -54,10 +56,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok((out.report.text_bytes, predicted))
             };
         let (exact, _) = text(None)?;
-        let (model, predicted) = text(Some(SimilarOptions::default()))?;
+        let (model, predicted) = text(Some(options()))?;
         let (judged, _) = text(Some(SimilarOptions {
             judge: Some(judge.clone()),
-            ..SimilarOptions::default()
+            ..options()
         }))?;
         let measured = exact as i64 - model as i64;
         let name = module_name(&file);
@@ -77,12 +79,12 @@ fn print_groups(files: &[PathBuf], judge: &SizeJudge) -> Result<(), Box<dyn std:
         judge.code_size(&mut ctx, &module.function(id).func)
     };
     println!(
-        "module\tmembers\tthunks\tcalls\tinstructions\tparameters\tstack\tpredicted\tbefore\tshared\tthunk_code\tconstants\tcalls\tmemory\tbranches\tother\tblock_params"
+        "module\tmembers\tthunks\tcalls\tinstructions\tparameters\tstack\tpredicted\tbefore\tshared\tthunk_code\tconstants\tcalls\tmemory\tbranches\tother\tblock_params\targuments"
     );
     for file in files {
         let module = read_files(std::slice::from_ref(file), ReadOptions::default())?;
         let mut merged = module.clone();
-        let similar = SimilarOptions::default();
+        let similar = options();
         let (report, _) = merge_module_with(&mut merged, MODE, Some(&similar));
         let name = module_name(file);
         for group in report.similar.iter().flatten() {
@@ -115,6 +117,36 @@ fn print_groups(files: &[PathBuf], judge: &SizeJudge) -> Result<(), Box<dyn std:
     Ok(())
 }
 
+/// The default options, with the cost model's constants from `SIMILAR_COST` when it is set (to
+/// try constants while fitting them): eleven comma-separated numbers in the order of
+/// [`CostModel`]'s fields.
+fn options() -> SimilarOptions {
+    let Ok(text) = std::env::var("SIMILAR_COST") else {
+        return SimilarOptions::default();
+    };
+    let n: Vec<u64> = (text.split(','))
+        .map(|x| x.trim().parse().expect("SIMILAR_COST: numbers"))
+        .collect();
+    assert_eq!(n.len(), 11, "SIMILAR_COST: eleven numbers");
+    let cost = CostModel {
+        per_constant_centibytes: n[0],
+        per_call_centibytes: n[1],
+        per_memory_centibytes: n[2],
+        per_branch_centibytes: n[3],
+        per_other_centibytes: n[4],
+        per_block_parameter_centibytes: n[5],
+        per_function: n[6],
+        thunk: n[7],
+        per_argument: n[8],
+        per_parameter: n[9],
+        per_stack_argument: n[10],
+    };
+    SimilarOptions {
+        cost,
+        ..SimilarOptions::default()
+    }
+}
+
 fn module_name(file: &std::path::Path) -> String {
     let name = file.file_name().unwrap_or_default().to_string_lossy();
     name.trim_end_matches(".xz")
@@ -133,5 +165,6 @@ fn mix(func: &cranelift_codegen::ir::Function) -> String {
         m.other,
         m.block_parameters,
     ];
-    counts.map(|c| c.to_string()).join("\t")
+    let arguments = func.signature.params.len();
+    format!("{}\t{arguments}", counts.map(|c| c.to_string()).join("\t"))
 }

@@ -211,7 +211,7 @@ pub(crate) fn plan(
         .collect();
     let func = &module.function(id).func;
     let layout = ParamLayout::of(&members.iter().collect::<Vec<_>>(), func);
-    if layout.count() == 0 || !options.registers.fits(&layout.types) {
+    if !options.takes_parameters(layout.count()) {
         return None;
     }
     let shape = GroupShape {

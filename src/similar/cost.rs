@@ -37,7 +37,8 @@ pub struct CostModel {
     pub per_branch_centibytes: u64,
     /// Per other instruction (arithmetic, conversions, comparisons).
     pub per_other_centibytes: u64,
-    /// Per block parameter (the moves that pass it).
+    /// Per block parameter that is moved: of a block other than the entry block (the moves
+    /// that pass it), or an argument of a function that calls.
     pub per_block_parameter_centibytes: u64,
     /// Per function: prologue, epilogue and alignment padding.
     pub per_function: u64,
@@ -54,12 +55,12 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            per_constant_centibytes: 656,
-            per_call_centibytes: 424,
-            per_memory_centibytes: 443,
-            per_branch_centibytes: 1079,
-            per_other_centibytes: 74,
-            per_block_parameter_centibytes: 561,
+            per_constant_centibytes: 666,
+            per_call_centibytes: 360,
+            per_memory_centibytes: 441,
+            per_branch_centibytes: 1032,
+            per_other_centibytes: 85,
+            per_block_parameter_centibytes: 700,
             per_function: 16,
             thunk: 16,
             per_argument: 5,
@@ -82,7 +83,8 @@ pub struct InstructionMix {
     pub branches: u64,
     /// Every other instruction.
     pub other: u64,
-    /// Block parameters.
+    /// Parameters of blocks other than the entry block (which branches pass), and, in a
+    /// function that calls, the entry block's (its arguments, moved around the calls).
     pub block_parameters: u64,
 }
 
@@ -90,8 +92,15 @@ impl InstructionMix {
     /// The mix of `func`'s body.
     pub fn of(func: &Function) -> InstructionMix {
         let mut mix = InstructionMix::default();
+        let mut arguments = 0;
+        let entry = func.layout.entry_block();
         for block in func.layout.blocks() {
-            mix.block_parameters += func.dfg.block_params(block).len() as u64;
+            let params = func.dfg.block_params(block).len() as u64;
+            if Some(block) == entry {
+                arguments = params;
+            } else {
+                mix.block_parameters += params;
+            }
             for inst in func.layout.block_insts(block) {
                 let op = func.dfg.insts[inst].opcode();
                 let kind = match op {
@@ -103,6 +112,12 @@ impl InstructionMix {
                 };
                 *kind += 1;
             }
+        }
+        // The function's arguments arrive in their registers: in a leaf they stay there, and
+        // no instruction passes them; a call clobbers those registers, so the arguments used
+        // after it, or passed on elsewhere, are moved (and callee-saved registers saved).
+        if mix.calls > 0 {
+            mix.block_parameters += arguments;
         }
         mix
     }
@@ -158,9 +173,9 @@ impl CostModel {
     }
 }
 
-/// How many arguments the target passes in registers. A group adds at most that many parameters
-/// of each class; parameters that, after the members' own, find no free register go to the
-/// stack, which the cost model charges ([`CostModel::per_stack_argument`]).
+/// How many arguments the target passes in registers: parameters a group adds that, after the
+/// members' own, find no free register go to the stack, which the cost model charges
+/// ([`CostModel::per_stack_argument`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterBudget {
     /// Integer and pointer arguments.
@@ -208,7 +223,7 @@ fn count_registers(types: impl Iterator<Item = Type>) -> (usize, usize) {
 }
 
 /// The integer and float registers one argument of type `ty` takes.
-pub(super) fn registers_of(ty: Type) -> (usize, usize) {
+fn registers_of(ty: Type) -> (usize, usize) {
     if ty.is_float() || ty.is_vector() {
         (0, 1)
     } else {
@@ -221,5 +236,47 @@ impl RegisterBudget {}
 impl Default for RegisterBudget {
     fn default() -> Self {
         RegisterBudget::X86_64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InstructionMix;
+
+    /// The entry block's parameters are the function's arguments, in registers on entry: in a
+    /// leaf no instruction moves them. Every other block's parameters are moves at its branches.
+    #[test]
+    fn block_parameters_count_those_branches_pass_not_a_leafs_arguments() {
+        let func = cranelift_reader::parse_functions(
+            "function %f(i64, i64, i64) -> i64 system_v {
+            block0(v0: i64, v1: i64, v2: i64):
+                brif v0, block1(v1), block1(v2)
+            block1(v3: i64):
+                return v3
+            }",
+        )
+        .expect("valid CLIF")
+        .remove(0);
+        let mix = InstructionMix::of(&func);
+        assert_eq!(mix.block_parameters, 1);
+        assert_eq!((mix.branches, mix.total()), (2, 2));
+    }
+
+    /// A call clobbers the argument registers: a function that calls moves its arguments.
+    #[test]
+    fn the_arguments_of_a_function_that_calls_count() {
+        let func = cranelift_reader::parse_functions(
+            "function %f(i64, i64, i64) -> i64 system_v {
+                sig0 = (i64) -> i64 system_v
+                fn0 = %g sig0
+            block0(v0: i64, v1: i64, v2: i64):
+                v3 = call fn0(v2)
+                v4 = iadd v3, v0
+                return v4
+            }",
+        )
+        .expect("valid CLIF")
+        .remove(0);
+        assert_eq!(InstructionMix::of(&func).block_parameters, 3);
     }
 }

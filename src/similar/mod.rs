@@ -68,8 +68,9 @@
 //! `call_indirect`: an indirect call costs a register and, on some cores, a branch-target
 //! prediction, where the direct call cost nothing.
 //!
-//! A group is merged only when its parameters fit the target's argument registers
-//! ([`RegisterBudget`]) and the cost model ([`CostModel`]) says it saves at least
+//! A group adds at most [`SimilarOptions::max_parameters`] parameters; those that find no free
+//! argument register ([`RegisterBudget`]) after the members' own are stack arguments. It is
+//! merged only when the cost model ([`CostModel`]) says it saves at least
 //! [`SimilarOptions::min_saving`] bytes. A group that does not is split (`choose.rs`) into
 //! subgroups that do, completely: the members left over, met again as a group, would be left
 //! again; and a group that does is still cut where its parts save more apart (members that
@@ -129,8 +130,12 @@ use serde::Serialize;
 pub struct SimilarOptions {
     /// A group is merged when the model says it saves at least this many bytes.
     pub min_saving: i64,
-    /// The target's argument registers: a shared body's parameters must fit.
+    /// The target's argument registers: the added parameters that find none free after the
+    /// members' own go to the stack, which the cost model charges.
     pub registers: RegisterBudget,
+    /// At most this many parameters a shared body adds (registers and stack together): a
+    /// bound on the thunks' frames and on the search, not on what pays (the cost decides).
+    pub max_parameters: usize,
     /// The cost model's constants.
     pub cost: CostModel,
     /// When an object is written: the ISA that compiles it. Each chosen group is then
@@ -144,9 +149,23 @@ impl Default for SimilarOptions {
         SimilarOptions {
             min_saving: 1,
             registers: RegisterBudget::default(),
+            max_parameters: MAX_PARAMETERS,
             cost: CostModel::default(),
             judge: None,
         }
+    }
+}
+
+/// The default [`SimilarOptions::max_parameters`]: groups whose members differ in up to 32
+/// constants, addresses and callees (Binaryen's merger passes up to 26); beyond the free
+/// argument registers they are stack arguments.
+pub const MAX_PARAMETERS: usize = 32;
+
+impl SimilarOptions {
+    /// Whether a group may add `count` parameters (at least one, at most
+    /// [`SimilarOptions::max_parameters`]).
+    pub(crate) fn takes_parameters(&self, count: usize) -> bool {
+        (1..=self.max_parameters).contains(&count)
     }
 }
 

@@ -60,6 +60,9 @@ pub struct ModGenConfig {
     /// Add the families of functions that similar merging's kinds of holes meet
     /// ([`similar_hole_families`]).
     pub similar_holes: bool,
+    /// Add, per base function, a family whose members differ in 7 to 20 constants and callees
+    /// ([`many_differing_holes`]).
+    pub many_holes: bool,
 }
 
 impl ModGenConfig {
@@ -70,6 +73,7 @@ impl ModGenConfig {
             max_base: 4,
             max_ops: 5,
             similar_holes: false,
+            many_holes: false,
         }
     }
 
@@ -80,7 +84,14 @@ impl ModGenConfig {
             max_base: 4,
             max_ops: 5,
             similar_holes: false,
+            many_holes: false,
         }
+    }
+
+    /// This flavour with the families of [`many_differing_holes`].
+    pub fn with_many_holes(mut self) -> Self {
+        self.many_holes = true;
+        self
     }
 
     /// This flavour with the families of [`similar_hole_families`].
@@ -254,11 +265,149 @@ pub fn generate_module(data: &[u32], cfg: &ModGenConfig) -> GenModule {
             }
         }
     }
+    if cfg.many_holes {
+        for i in 0..k {
+            let seed = u64::from(ch.next()) ^ ((i as u64) << 40);
+            for family in many_differing_holes(i, cfg, seed) {
+                functions.push((family, random_linkage(&mut ch)));
+            }
+        }
+    }
     GenModule {
         functions,
         aliases,
         base: k,
     }
+}
+
+/// A family of two or three functions `w{i}_{t}(x) -> i64` of one shape that differ in 7 to 20
+/// positions (more than the free argument registers): a chain of steps, each `x op c` with a
+/// constant `c` of type i8 to i64 (sign- or zero-extended to i64) or a call `y{u}_{i}(x)` of an
+/// import of one parameter (natively the test's host function `y{u}_1`); each position holds the
+/// same value in every member or one of its own. And `wc{i}(x)`, which calls each of them, so
+/// that removed members' callers pass the values too. From its own `seed`: the module's
+/// choices may be used up by then.
+fn many_differing_holes(i: usize, cfg: &ModGenConfig, seed: u64) -> Vec<Function> {
+    let mut state = seed;
+    let mut next = |below: u64| {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % below
+    };
+    let conv = if cfg.native {
+        cfg.call_conv
+    } else {
+        CallConv::SystemV
+    };
+    let members = 2 + next(2) as usize;
+    let steps = 7 + next(14) as usize;
+    // Positions that differ: at least seven, so the group needs stack arguments.
+    let mut differs: Vec<bool> = (0..steps).map(|p| p < 7 || next(3) > 0).collect();
+    for p in (1..steps).rev() {
+        differs.swap(p, next(p as u64 + 1) as usize);
+    }
+    enum Step {
+        Constant {
+            ty: &'static str,
+            extend: &'static str,
+            op: &'static str,
+            values: Vec<i64>,
+        },
+        Call {
+            imports: Vec<u64>,
+        },
+    }
+    let plan: Vec<Step> = (0..steps)
+        .map(|p| {
+            let draws = if differs[p] { members } else { 1 };
+            if next(3) == 0 {
+                let mut imports: Vec<u64> = Vec::new();
+                while imports.len() < draws {
+                    let u = next(3);
+                    if !imports.contains(&u) {
+                        imports.push(u);
+                    }
+                }
+                Step::Call { imports }
+            } else {
+                let (ty, bits) =
+                    [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)][next(4) as usize];
+                let extend = ["sextend", "uextend"][next(2) as usize];
+                let op = ["iadd", "bxor", "imul", "isub"][next(4) as usize];
+                let mut values: Vec<i64> = Vec::new();
+                while values.len() < draws {
+                    let raw = next(u64::MAX) as i64;
+                    let v = if bits == 64 {
+                        raw
+                    } else {
+                        mask(raw, Type::int(bits).unwrap())
+                    };
+                    if !values.contains(&v) {
+                        values.push(v);
+                    }
+                }
+                Step::Constant {
+                    ty,
+                    extend,
+                    op,
+                    values,
+                }
+            }
+        })
+        .collect();
+    let mut text = String::new();
+    for t in 0..members {
+        let mut decls = format!("    sig0 = (i64) -> i64 {conv}\n");
+        let mut body = String::new();
+        let (mut last, mut n, mut callees) = (0, 1, 0);
+        for step in &plan {
+            match step {
+                Step::Constant {
+                    ty,
+                    extend,
+                    op,
+                    values,
+                } => {
+                    let c = values[t.min(values.len() - 1)];
+                    body += &format!("    v{n} = iconst.{ty} {c}\n");
+                    let wide = if *ty == "i64" {
+                        n
+                    } else {
+                        body += &format!("    v{} = {extend}.i64 v{n}\n", n + 1);
+                        n + 1
+                    };
+                    body += &format!("    v{} = {op} v{last}, v{wide}\n", wide + 1);
+                    (last, n) = (wide + 1, wide + 2);
+                }
+                Step::Call { imports } => {
+                    let u = imports[t.min(imports.len() - 1)];
+                    decls += &format!("    fn{callees} = %y{u}_{i} sig0\n");
+                    body += &format!("    v{n} = call fn{callees}(v{last})\n");
+                    (last, n, callees) = (n, n + 1, callees + 1);
+                }
+            }
+        }
+        text += &format!(
+            "function %w{i}_{t}(i64) -> i64 {conv} {{\n{decls}block0(v0: i64):\n{body}    return v{last}\n}}\n\n"
+        );
+    }
+    let mut decls = format!("    sig0 = (i64) -> i64 {conv}\n");
+    let mut body = String::new();
+    for t in 0..members {
+        decls += &format!("    fn{t} = colocated %w{i}_{t} sig0\n");
+        body += &format!("    v{} = call fn{t}(v{t})\n", t + 1);
+    }
+    text += &format!(
+        "function %wc{i}(i64) -> i64 {conv} {{\n{decls}block0(v0: i64):\n{body}    return v{members}\n}}\n"
+    );
+    let functions = cranelift_reader::parse_functions(&text)
+        .unwrap_or_else(|e| panic!("the many-holes family parses: {e}\n{text}"));
+    for f in &functions {
+        assert_valid(f, "many-holes family");
+    }
+    functions
 }
 
 /// The name of import `t` (0 to 2) of the signature of base function `j`: natively, the test's
