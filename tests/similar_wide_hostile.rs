@@ -1,0 +1,258 @@
+//! Hostile inputs for similar groups wider than the argument registers (stack arguments), run
+//! natively: `MergingModule` over a JIT against the same module compiled without merging.
+//!
+//! Members have 7 or 8 arguments of their own (every integer argument register on x86_64, all
+//! but one or none on aarch64), differ in 12–30 constants of mixed types and in callees that
+//! are imports (libc's `labs` / `llabs`, both `long -> long`), and are reached from callers in
+//! `system_v`, `tail` (by `return_call`) and `winch`, so every added parameter is a stack
+//! argument and removed members' callers pass them.
+
+use clif_merge::{MergeOptions, MergingModule, Mode, SimilarOptions};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, Value, types};
+use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
+
+const ARGS: usize = 7;
+const MEMBERS: usize = 6;
+
+/// A host JIT with frame pointers (Cranelift's x86_64 `return_call` needs them).
+fn jit() -> JITModule {
+    let mut flags = settings::builder();
+    flags.set("preserve_frame_pointers", "true").unwrap();
+    let isa = cranelift_native::builder()
+        .expect("a host Cranelift supports")
+        .finish(settings::Flags::new(flags))
+        .expect("the host ISA");
+    JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()))
+}
+
+/// Every group that fits, whatever it saves.
+fn forced(mode: Mode) -> MergeOptions {
+    MergeOptions {
+        mode,
+        similar: Some(SimilarOptions {
+            min_saving: i64::MIN,
+            ..SimilarOptions::default()
+        }),
+        ..MergeOptions::default()
+    }
+}
+
+fn signature(
+    module: &impl Module,
+    args: usize,
+    call_conv: CallConv,
+) -> cranelift_codegen::ir::Signature {
+    let mut sig = module.make_signature();
+    sig.call_conv = call_conv;
+    sig.params = vec![AbiParam::new(types::I64); args];
+    sig.returns = vec![AbiParam::new(types::I64)];
+    sig
+}
+
+/// Member `m`: folds its arguments with `holes` constants of rotating types (i8, i16, i32, i64,
+/// f64, f32), each different in every member, then calls `labs` or `llabs` (by `m`) on it.
+fn define_member(
+    module: &mut impl Module,
+    id: FuncId,
+    m: usize,
+    holes: usize,
+    call_conv: CallConv,
+) {
+    let imports = ["labs", "llabs"];
+    let callee_sig = signature(module, 1, module.isa().default_call_conv());
+    let callee = module
+        .declare_function(imports[m % 2], Linkage::Import, &callee_sig)
+        .unwrap();
+    let mut ctx = module.make_context();
+    ctx.func.signature = signature(module, ARGS, call_conv);
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let args: Vec<Value> = b.block_params(entry).to_vec();
+        let mut acc = args[0];
+        for h in 0..holes {
+            let k = (h as i64 + 1) * 1_000_003 + m as i64 * 7_919;
+            let c = match h % 6 {
+                0 => {
+                    let c = b.ins().iconst(types::I8, k & 0x7f);
+                    b.ins().sextend(types::I64, c)
+                }
+                1 => {
+                    let c = b.ins().iconst(types::I16, k & 0xffff);
+                    b.ins().uextend(types::I64, c)
+                }
+                2 => {
+                    let c = b.ins().iconst(types::I32, k & 0xffff_ffff);
+                    b.ins().sextend(types::I64, c)
+                }
+                3 => b.ins().iconst(types::I64, k),
+                4 => {
+                    let c = b.ins().f64const(k as f64 / 3.0);
+                    b.ins().fcvt_to_sint_sat(types::I64, c)
+                }
+                _ => {
+                    let c = b.ins().f32const((k % 65_536) as f32 * 0.25);
+                    b.ins().fcvt_to_sint_sat(types::I64, c)
+                }
+            };
+            let t = b.ins().imul(acc, c);
+            acc = b.ins().iadd(t, args[h % ARGS]);
+        }
+        let f = module.declare_func_in_func(callee, b.func);
+        let call = b.ins().call(f, &[acc]);
+        let r = b.inst_results(call)[0];
+        b.ins().return_(&[r]);
+        b.finalize(module.target_config());
+    }
+    module.define_function(id, &mut ctx).unwrap();
+}
+
+/// A caller of `callee` in `call_conv`: passes `x + i` as argument `i`; under `tail` by
+/// `return_call`.
+fn define_caller(module: &mut impl Module, id: FuncId, callee: FuncId, call_conv: CallConv) {
+    let mut ctx = module.make_context();
+    ctx.func.signature = signature(module, 1, call_conv);
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let x = b.block_params(entry)[0];
+        let args: Vec<Value> = (0..ARGS)
+            .map(|i| b.ins().iadd_imm_s(x, i as i64 * 3))
+            .collect();
+        let f = module.declare_func_in_func(callee, b.func);
+        if call_conv == CallConv::Tail {
+            b.ins().return_call(f, &args);
+        } else {
+            let call = b.ins().call(f, &args);
+            let r = b.inst_results(call)[0];
+            b.ins().return_(&[r]);
+        }
+        b.finalize(module.target_config());
+    }
+    module.define_function(id, &mut ctx).unwrap();
+}
+
+/// The module: members `m0..` (local, in `conv`), each called by an exported `c{m}` in the
+/// same convention, and an exported `system_v` entry `run{m}` calling `c{m}`; the ids of the
+/// entries.
+fn build(module: &mut impl Module, holes: usize, conv: CallConv) -> Vec<FuncId> {
+    let mut entries = Vec::new();
+    let host = module.isa().default_call_conv();
+    for m in 0..MEMBERS {
+        let msig = signature(module, ARGS, conv);
+        let member = module
+            .declare_function(&format!("m{m}"), Linkage::Local, &msig)
+            .unwrap();
+        define_member(module, member, m, holes, conv);
+        let csig = signature(module, 1, conv);
+        let caller = module
+            .declare_function(&format!("c{m}"), Linkage::Local, &csig)
+            .unwrap();
+        define_caller(module, caller, member, conv);
+        let rsig = signature(module, 1, host);
+        let entry = module
+            .declare_function(&format!("run{m}"), Linkage::Export, &rsig)
+            .unwrap();
+        define_caller_of_one(module, entry, caller, conv, host);
+        entries.push(entry);
+    }
+    entries
+}
+
+/// `run(x) = callee(x)` in the host convention, `callee` in `conv`.
+fn define_caller_of_one(
+    module: &mut impl Module,
+    id: FuncId,
+    callee: FuncId,
+    _conv: CallConv,
+    host: CallConv,
+) {
+    let mut ctx = module.make_context();
+    ctx.func.signature = signature(module, 1, host);
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let x = b.block_params(entry)[0];
+        let f = module.declare_func_in_func(callee, b.func);
+        let call = b.ins().call(f, &[x]);
+        let r = b.inst_results(call)[0];
+        b.ins().return_(&[r]);
+        b.finalize(module.target_config());
+    }
+    module.define_function(id, &mut ctx).unwrap();
+}
+
+fn run_all(jit: &JITModule, entries: &[FuncId]) -> Vec<i64> {
+    let mut out = Vec::new();
+    for &id in entries {
+        let ptr = jit.get_finalized_function(id);
+        // SAFETY: every entry is `fn(i64) -> i64` in the host's default convention.
+        let f: extern "C" fn(i64) -> i64 = unsafe { std::mem::transmute(ptr) };
+        for x in [0, 1, -7, 123_456_789, i64::MIN / 3] {
+            out.push(f(x));
+        }
+    }
+    out
+}
+
+/// What the entries compute unmerged, and merged by `MergingModule` under `mode`; and how many
+/// parameters the widest similar group added.
+fn unmerged_and_merged(holes: usize, conv: CallConv, mode: Mode) -> (Vec<i64>, Vec<i64>, usize) {
+    let mut plain = jit();
+    let entries = build(&mut plain, holes, conv);
+    plain.finalize_definitions().unwrap();
+    let expected = run_all(&plain, &entries);
+    let mut module = MergingModule::with_options(jit(), forced(mode));
+    let entries = build(&mut module, holes, conv);
+    let (mut merged, report) = module.finish().unwrap();
+    merged.finalize_definitions().unwrap();
+    let widest = report
+        .similar
+        .iter()
+        .flatten()
+        .map(|g| g.parameters)
+        .max()
+        .unwrap_or(0);
+    (expected, run_all(&merged, &entries), widest)
+}
+
+#[test]
+fn wide_groups_in_a_jit_compute_what_the_unmerged_module_does() {
+    for conv in [
+        CallConv::SystemV,
+        CallConv::Tail,
+        CallConv::Fast,
+        CallConv::Winch,
+    ] {
+        for holes in [12, 24, 30] {
+            for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+                let (expected, got, widest) = unmerged_and_merged(holes, conv, mode);
+                // Every constant and the callee differ in every member.
+                assert!(
+                    widest > holes,
+                    "{conv:?} {holes} {mode:?}: no wide group ({widest})"
+                );
+                assert_eq!(expected, got, "{conv:?}, {holes} constants, {mode:?}");
+            }
+        }
+    }
+}
