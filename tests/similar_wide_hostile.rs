@@ -256,3 +256,104 @@ fn wide_groups_in_a_jit_compute_what_the_unmerged_module_does() {
         }
     }
 }
+
+/// Three functions (`%b` local) that differ only in `holes` constants, each multiplied by
+/// zero: the mid-end erases them, so all three compile to the same machine code, which the
+/// object folds into one body.
+fn erased_constants(holes: usize) -> String {
+    let mut text = String::from("; linkage: %b local\n\n");
+    for (name, k) in [("a", 7), ("b", 9), ("c", 11)] {
+        text += &format!(
+            "function %{name}(i64, i64, i64, i64, i64, i64, i64) -> i64 system_v {{\n\
+             block0(v0: i64, v1: i64, v2: i64, v3: i64, v4: i64, v5: i64, v6: i64):\n    \
+             v9 = iconst.i64 0\n"
+        );
+        let (mut acc, mut n) = ("v0".to_string(), 10);
+        for h in 0..holes {
+            text += &format!(
+                "    v{n} = iconst.i64 {}\n    v{} = imul v{n}, v9\n    v{} = rotl {acc}, v{}\n    \
+                 v{} = bxor v{}, v{}\n",
+                k * (h + 1),
+                n + 1,
+                n + 2,
+                1 + h % 6,
+                n + 3,
+                n + 2,
+                n + 1
+            );
+            acc = format!("v{}", n + 3);
+            n += 4;
+        }
+        for h in 0..24 {
+            text += &format!(
+                "    v{n} = rotl {acc}, v{}\n    v{} = iadd v{n}, v{}\n",
+                1 + h % 6,
+                n + 1,
+                1 + (h + 2) % 6
+            );
+            acc = format!("v{}", n + 1);
+            n += 2;
+        }
+        text += &format!("    return {acc}\n}}\n\n");
+    }
+    text
+}
+
+/// `.text` bytes of `text` compiled for `target` in `mode`, with `--similar` or without.
+fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
+    use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
+    use clif_merge::pipeline::{PipelineOptions, run};
+    let path = std::path::Path::new("erased.clif");
+    let module = clif_merge::read::read_module_text(path, text, Default::default()).unwrap();
+    let options = PipelineOptions {
+        merge: MergeOptions {
+            mode,
+            similar: similar.then(SimilarOptions::default),
+            ..MergeOptions::default()
+        },
+        object: Some(ObjectOptions {
+            target: parse_target(target).unwrap(),
+            opt_level: OptLevel::Speed,
+            isa: IsaSettings::default(),
+            function_sections: false,
+            mode,
+            fold_machine_code: true,
+        }),
+        ..Default::default()
+    };
+    let out = run(module, &options).expect("the module compiles");
+    out.object.expect("an object").report.text_bytes
+}
+
+/// The law of docs/similar.md ("`-o` with `--similar` never writes more `.text` than without
+/// it") on [`erased_constants`]; the failures as text.
+fn erased_constants_grow(holes: usize) -> Vec<String> {
+    let text = erased_constants(holes);
+    let mut failures = Vec::new();
+    for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+        for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+            let exact = text_bytes(&text, target, mode, false);
+            let similar = text_bytes(&text, target, mode, true);
+            if similar > exact {
+                failures.push(format!("{target} {mode:?}: .text {exact} -> {similar}"));
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+#[ignore = "defect: the judge prices members as compiled one by one, not the machine code the \
+            object folds; functions that differ only in constants the mid-end erases compile \
+            alike and fold into one body without --similar, and with it become a shared body \
+            and thunks (x86_64 --mode aliases .text 384 -> 760 with 8 constants, 340 -> 422 \
+            with 1)"]
+fn similar_with_an_object_never_grows_text_over_constants_the_mid_end_erases() {
+    let mut failures = erased_constants_grow(1);
+    failures.extend(erased_constants_grow(8));
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\n{}",
+        erased_constants(8)
+    );
+}
