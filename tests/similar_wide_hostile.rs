@@ -301,6 +301,11 @@ fn erased_constants(holes: usize) -> String {
 
 /// `.text` bytes of `text` compiled for `target` in `mode`, with `--similar` or without.
 fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
+    text_bytes_with(text, target, mode, similar.then(SimilarOptions::default))
+}
+
+/// `.text` bytes of `text` compiled for `target` in `mode` with `similar`.
+fn text_bytes_with(text: &str, target: &str, mode: Mode, similar: Option<SimilarOptions>) -> u64 {
     use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
     use clif_merge::pipeline::{PipelineOptions, run};
     let path = std::path::Path::new("erased.clif");
@@ -308,7 +313,7 @@ fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
     let options = PipelineOptions {
         merge: MergeOptions {
             mode,
-            similar: similar.then(SimilarOptions::default),
+            similar,
             ..MergeOptions::default()
         },
         object: Some(ObjectOptions {
@@ -356,4 +361,98 @@ fn similar_with_an_object_never_grows_text_over_constants_the_mid_end_erases() {
         "{failures:#?}\n{}",
         erased_constants(8)
     );
+}
+
+/// Three local members of 8 arguments (every integer argument register on x86_64) that differ
+/// in 4 constants, with bodies of 80 instructions, each called twice by each of two callers:
+/// merged, every added parameter is a stack argument at 4 call sites per member.
+fn called_wide_members() -> String {
+    let mut text = String::new();
+    for m in 0..3 {
+        text += &format!("; linkage: %m{m} local\n");
+    }
+    let args = |n: usize| vec!["i64"; n].join(", ");
+    for m in 0..3 {
+        text += &format!("\nfunction %m{m}({}) -> i64 system_v {{\nblock0(", args(8));
+        text += &(0..8)
+            .map(|i| format!("v{i}: i64"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        text += "):\n";
+        let (mut acc, mut n) = ("v0".to_string(), 100);
+        for h in 0..4 {
+            text += &format!(
+                "    v{n} = iconst.i64 {}\n    v{} = imul {acc}, v{n}\n    v{} = iadd v{}, v{}\n",
+                h * 100_003 + m * 17 + 5,
+                n + 1,
+                n + 2,
+                n + 1,
+                h % 8
+            );
+            acc = format!("v{}", n + 2);
+            n += 3;
+        }
+        for b in 0..40 {
+            text += &format!(
+                "    v{n} = rotl {acc}, v{}\n    v{} = bxor v{n}, v{}\n",
+                b % 8,
+                n + 1,
+                (b + 3) % 8
+            );
+            acc = format!("v{}", n + 1);
+            n += 2;
+        }
+        text += &format!("    return {acc}\n}}\n");
+    }
+    for m in 0..3 {
+        for c in 0..2 {
+            text += &format!(
+                "\nfunction %c{m}_{c}(i64) -> i64 system_v {{\n    sig0 = ({}) -> i64 system_v\n    \
+                 fn0 = %m{m} sig0\nblock0(v0: i64):\n",
+                args(8)
+            );
+            let mut acc = "v0".to_string();
+            for k in 0..2 {
+                text += &format!(
+                    "    v{} = call fn0({})\n",
+                    1000 + k,
+                    vec![acc.as_str(); 8].join(", ")
+                );
+                acc = format!("v{}", 1000 + k);
+            }
+            // A different tail for each caller, so that the callers are no similar group.
+            for k in 0..c + m * 2 {
+                text += &format!("    v{} = bxor {acc}, v0\n", 30 + k);
+                acc = format!("v{}", 30 + k);
+            }
+            text += &format!("    return {acc}\n}}\n");
+        }
+    }
+    text
+}
+
+#[test]
+#[ignore = "defect (a missed saving): three 8-argument members differing in 4 constants, called \
+            from 4 sites each, merge into 23% less .text (x86_64 2385 -> 1833, aarch64 2280 -> \
+            1692) but --similar -o keeps no group; likely the judge's model price of the 4 stack \
+            arguments at the 12 call sites of removed members (5k + 20s = 100 bytes a call)"]
+fn similar_with_an_object_merges_members_whose_callers_pass_stack_arguments_when_it_saves() {
+    let text = called_wide_members();
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    let mut failures = Vec::new();
+    for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+        let exact = text_bytes(&text, target, Mode::Safe, false);
+        let merged = text_bytes_with(&text, target, Mode::Safe, Some(forced.clone()));
+        let chosen = text_bytes(&text, target, Mode::Safe, true);
+        // The law of the judge: what merging saves, --similar keeps.
+        if merged < exact && chosen >= exact {
+            failures.push(format!(
+                "{target}: .text {exact} unmerged, {merged} merged, {chosen} with --similar"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}\n{text}");
 }
