@@ -1,5 +1,8 @@
 //! Hostile inputs for similar groups wider than the argument registers (stack arguments), run
-//! natively: `MergingModule` over a JIT against the same module compiled without merging.
+//! natively against the same module compiled without merging: `MergingModule` over a JIT, and
+//! objects of some `tests/data/similar_hostile` cases linked with a C driver (x86_64 by `cc`,
+//! aarch64 by `aarch64-linux-gnu-gcc -static` under `qemu-aarch64`). And the size law of `-o`
+//! (never more `.text` with `--similar`) and its converse (a group that saves is kept).
 //!
 //! Members have 7 or 8 arguments of their own (every integer argument register on x86_64, all
 //! but one or none on aarch64), differ in 12–30 constants of mixed types and in callees that
@@ -14,6 +17,8 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
+// A skip note goes past the test harness's capture, so that `cargo test` shows it.
+use std::io::Write as _;
 
 const ARGS: usize = 7;
 const MEMBERS: usize = 6;
@@ -455,4 +460,142 @@ fn similar_with_an_object_merges_members_whose_callers_pass_stack_arguments_when
         }
     }
     assert!(failures.is_empty(), "{failures:#?}\n{text}");
+}
+
+/// The `tests/data/similar_hostile` cases whose functions `%run_m0..` (`(i64[, i64]) -> i64`,
+/// `system_v`) reach members through wide groups.
+const NATIVE_CASES: [&str; 4] = [
+    "narrow-extended-constants-on-the-stack",
+    "nan-payloads-on-the-stack",
+    "tail-return-calls-with-stack-parameters",
+    "winch-members-with-stack-parameters",
+];
+
+/// The C compiler and the runner for `arch`'s executables, when installed; None (with a note)
+/// otherwise, which under CI is a failure.
+fn toolchain(arch: &str) -> Option<(Vec<&'static str>, Vec<&'static str>)> {
+    let (cc, run): (Vec<&str>, Vec<&str>) = if arch == "x86_64" {
+        (vec!["cc"], vec![])
+    } else {
+        (
+            vec!["aarch64-linux-gnu-gcc", "-static"],
+            vec!["qemu-aarch64"],
+        )
+    };
+    let present = |tool: &str| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !present(cc[0]) || run.first().is_some_and(|r| !present(r)) {
+        assert!(std::env::var_os("CI").is_none(), "CI needs {cc:?} {run:?}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: skipping {arch}: no {cc:?} {run:?}"
+        );
+        return None;
+    }
+    Some((cc, run))
+}
+
+/// Links `object` with a driver calling `%run_m0..%run_m{n-1}` on a few arguments; what it
+/// printed.
+fn link_and_run(arch: &str, object: &[u8], members: usize) -> Option<String> {
+    let (cc, run) = toolchain(arch)?;
+    let dir = tempfile::tempdir().unwrap();
+    let mut driver = String::from("#include <stdio.h>\n#include <stdint.h>\n");
+    let mut calls = String::new();
+    for m in 0..members {
+        driver += &format!("int64_t run_m{m}(int64_t, int64_t);\n");
+        for x in [1, -7, 123_456_789] {
+            calls += &format!("    printf(\"m{m} %lld\\n\", (long long)run_m{m}({x}, {x} * 3));\n");
+        }
+    }
+    driver += &format!("int main(void) {{\n{calls}    return 0;\n}}\n");
+    let (source, obj, exe) = (
+        dir.path().join("driver.c"),
+        dir.path().join("merged.o"),
+        dir.path().join("program"),
+    );
+    std::fs::write(&source, driver).unwrap();
+    std::fs::write(&obj, object).unwrap();
+    let status = std::process::Command::new(cc[0])
+        .args(&cc[1..])
+        .arg(&source)
+        .arg(&obj)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{arch}: the driver links");
+    let out = match run.first() {
+        Some(runner) => std::process::Command::new(runner).arg(&exe).output(),
+        None => std::process::Command::new(&exe).output(),
+    }
+    .unwrap();
+    assert!(out.status.success(), "{arch}: {out:?}");
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+/// The object of the module at `path` for `arch`, merged in `mode` with `similar`; the
+/// widest group's parameters.
+fn object_of(
+    path: &std::path::Path,
+    arch: &str,
+    mode: Mode,
+    similar: Option<SimilarOptions>,
+) -> (Vec<u8>, usize) {
+    use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
+    use clif_merge::pipeline::{PipelineOptions, run};
+    let text = std::fs::read_to_string(path).unwrap();
+    let module = clif_merge::read::read_module_text(path, &text, Default::default()).unwrap();
+    let options = PipelineOptions {
+        merge: MergeOptions {
+            mode,
+            similar,
+            ..MergeOptions::default()
+        },
+        object: Some(ObjectOptions {
+            target: parse_target(arch).unwrap(),
+            opt_level: OptLevel::Speed,
+            isa: IsaSettings::default(),
+            function_sections: false,
+            mode,
+            fold_machine_code: true,
+        }),
+        ..Default::default()
+    };
+    let out = run(module, &options).expect("the module compiles");
+    let widest = (out.report.similar.iter().flatten())
+        .map(|g| g.parameters)
+        .max()
+        .unwrap_or(0);
+    (out.object.expect("an object").bytes, widest)
+}
+
+#[test]
+fn wide_hostile_cases_linked_and_run_print_what_the_unmerged_module_does() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/similar_hostile");
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    for arch in ["x86_64", "aarch64"] {
+        for case in NATIVE_CASES {
+            let path = dir.join(format!("{case}.clif"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let members = text.matches("function %run_m").count();
+            let (reference, _) = object_of(&path, arch, Mode::Safe, None);
+            let Some(expected) = link_and_run(arch, &reference, members) else {
+                break;
+            };
+            for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+                let (merged, widest) = object_of(&path, arch, mode, Some(forced.clone()));
+                assert!(widest >= 10, "{case} {arch} {mode:?}: no wide group");
+                let got = link_and_run(arch, &merged, members).unwrap();
+                assert_eq!(got, expected, "{case} {arch} {mode:?}");
+            }
+        }
+    }
 }
