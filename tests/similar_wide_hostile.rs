@@ -599,3 +599,70 @@ fn wide_hostile_cases_linked_and_run_print_what_the_unmerged_module_does() {
         }
     }
 }
+
+/// `members` functions of one argument that differ in `holes` constants each.
+fn constants_apart(members: usize, holes: usize, call_conv: &str) -> String {
+    let mut text = String::new();
+    for m in 0..members {
+        text += &format!("function %f{m}(i64) -> i64 {call_conv} {{\nblock0(v0: i64):\n");
+        let mut acc = "v0".to_string();
+        for h in 0..holes {
+            let n = 10 + 2 * h;
+            text += &format!(
+                "    v{n} = iconst.i64 {}\n    v{} = imul {acc}, v{n}\n",
+                (h * 1_000_003 + m * 7_919 + 3) % 1_000_000,
+                n + 1
+            );
+            acc = format!("v{}", n + 1);
+        }
+        text += &format!("    return {acc}\n}}\n\n");
+    }
+    text
+}
+
+#[test]
+fn a_max_parameters_past_the_default_gives_groups_that_compile_and_run() {
+    let text = constants_apart(3, 100, "system_v");
+    let path = std::path::Path::new("wide.clif");
+    let options = MergeOptions {
+        similar: Some(SimilarOptions {
+            min_saving: i64::MIN,
+            max_parameters: 200,
+            ..SimilarOptions::default()
+        }),
+        ..MergeOptions::default()
+    };
+    for arch in ["x86_64", "aarch64"] {
+        use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
+        use clif_merge::pipeline::{PipelineOptions, run};
+        let module = clif_merge::read::read_module_text(path, &text, Default::default()).unwrap();
+        let original = module.clone();
+        let mut merged = module.clone();
+        let (report, _) =
+            clif_merge::merge_module_with(&mut merged, Mode::Safe, options.similar.as_ref());
+        let widest = (report.similar.iter().flatten())
+            .map(|g| g.parameters)
+            .max();
+        assert_eq!(widest, Some(100), "{report:?}");
+        let verified = clif_merge::verify::verify_merge(
+            &original,
+            &merged,
+            &report,
+            &clif_merge::verify::VerifyOptions::default(),
+        );
+        assert!(verified.is_ok(), "{}", verified.summary());
+        let pipeline = PipelineOptions {
+            merge: options.clone(),
+            object: Some(ObjectOptions {
+                target: parse_target(arch).unwrap(),
+                opt_level: OptLevel::Speed,
+                isa: IsaSettings::default(),
+                function_sections: false,
+                mode: Mode::Safe,
+                fold_machine_code: true,
+            }),
+            ..Default::default()
+        };
+        run(module, &pipeline).expect("a 100-parameter group compiles");
+    }
+}
