@@ -421,7 +421,7 @@ fn called_wide_members() -> String {
                 text += &format!(
                     "    v{} = call fn0({})\n",
                     1000 + k,
-                    vec![acc.as_str(); 8].join(", ")
+                    [acc.as_str(); 8].join(", ")
                 );
                 acc = format!("v{}", 1000 + k);
             }
