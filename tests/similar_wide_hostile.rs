@@ -666,3 +666,119 @@ fn a_max_parameters_past_the_default_gives_groups_that_compile_and_run() {
         run(module, &pipeline).expect("a 100-parameter group compiles");
     }
 }
+
+/// `groups` families of four members (every second one local), each family its own shape
+/// (`system_v`, `tail` or `fast`, 1–9 arguments, 6–19 constants of which a third differ by
+/// member, 0–10 rotations): 4 × `groups` functions, in an order `shuffle` picks (0: as made).
+fn families(groups: usize, shuffle: u64) -> String {
+    let mut funcs = Vec::new();
+    let mut directives = Vec::new();
+    for g in 0..groups {
+        let holes = 6 + g % 14;
+        let conv = ["system_v", "tail", "fast"][g % 3];
+        let args = 1 + g % 9;
+        for m in 0..4 {
+            let name = format!("g{g}_m{m}");
+            if m % 2 == 1 {
+                directives.push(format!("; linkage: %{name} local\n"));
+            }
+            let mut text = format!(
+                "function %{name}({}) -> i64 {conv} {{\nblock0({}):\n",
+                vec!["i64"; args].join(", "),
+                (0..args)
+                    .map(|i| format!("v{i}: i64"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let (mut acc, mut n) = ("v0".to_string(), 100);
+            for h in 0..holes {
+                let own = if (h + m) % 3 == 0 { 0 } else { m };
+                let op = ["iadd", "imul", "bxor", "isub"][(h + g) % 4];
+                text += &format!(
+                    "    v{n} = iconst.i64 {}\n    v{} = {op} {acc}, v{n}\n    v{} = iadd v{}, v{}\n",
+                    (h * 1_000_003 + g * 7 + own) % 100_000,
+                    n + 1,
+                    n + 2,
+                    n + 1,
+                    h % args
+                );
+                acc = format!("v{}", n + 2);
+                n += 3;
+            }
+            for _ in 0..(g % 5 + (g / 5) % 7) {
+                text += &format!("    v{n} = rotl {acc}, v0\n");
+                acc = format!("v{n}");
+                n += 1;
+            }
+            text += &format!("    return {acc}\n}}\n");
+            funcs.push(text);
+        }
+    }
+    // xorshift Fisher-Yates: no dependency for a permutation.
+    let mut state = shuffle.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for i in (1..funcs.len()).rev() {
+        if shuffle == 0 {
+            break;
+        }
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        funcs.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    format!("{}\n{}", directives.concat(), funcs.join("\n"))
+}
+
+/// The functions of a CLIF text by name, each with its text.
+fn function_texts(clif: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for func in clif.split("\nfunction ").skip(1) {
+        let name = func.split('(').next().unwrap().to_string();
+        out.insert(name, func.to_string());
+    }
+    out
+}
+
+/// `text` merged with every similar group that fits forced, on `threads` threads, in `mode`:
+/// the merged CLIF and the JSON report.
+fn merged_on(text: &str, threads: usize, mode: Mode) -> (String, String) {
+    let path = std::path::Path::new("families.clif");
+    let mut module = clif_merge::read::read_module_text(path, text, Default::default()).unwrap();
+    let options = MergeOptions {
+        mode,
+        similar: Some(SimilarOptions {
+            min_saving: i64::MIN,
+            ..SimilarOptions::default()
+        }),
+        threads: std::num::NonZeroUsize::new(threads),
+        ..MergeOptions::default()
+    };
+    let (report, _) = clif_merge::merge_module_with_options(&mut module, &options);
+    assert!(
+        (report.similar.iter().flatten()).any(|g| g.parameters > 6),
+        "no group with stack arguments"
+    );
+    (
+        clif_merge::emit::module_to_clif(&module),
+        serde_json::to_string(&report).unwrap(),
+    )
+}
+
+#[test]
+fn over_4096_functions_wide_groups_do_not_depend_on_threads_or_order() {
+    // 4,400 functions: past the 4,096 under which every phase runs on one thread.
+    let text = families(1_100, 0);
+    for mode in [Mode::Safe, Mode::Thunks] {
+        let one = merged_on(&text, 1, mode);
+        assert_eq!(
+            one,
+            merged_on(&text, 3, mode),
+            "{mode:?}: 1 thread against 3"
+        );
+        let (clif, report) = merged_on(&families(1_100, 5), 3, mode);
+        assert_eq!(report, one.1, "{mode:?}: another order, another report");
+        assert!(
+            function_texts(&clif) == function_texts(&one.0),
+            "{mode:?}: another order, other functions"
+        );
+    }
+}
