@@ -782,3 +782,35 @@ fn over_4096_functions_wide_groups_do_not_depend_on_threads_or_order() {
         );
     }
 }
+
+/// A thunk of a wide group passing one wrong constant among its stack arguments (the ninth of
+/// ten, an `i8`) is a wrong merge that `--verify` reports.
+#[test]
+fn verify_reports_a_thunk_passing_a_wrong_stack_argument() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/similar_hostile/narrow-extended-constants-on-the-stack.clif");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let original = clif_merge::read::read_module_text(&path, &text, Default::default()).unwrap();
+    let mut merged = original.clone();
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    let (report, _) = clif_merge::merge_module_with(&mut merged, Mode::Thunks, Some(&forced));
+    let clif = clif_merge::emit::module_to_clif(&merged);
+    let thunk = clif.find("function %m0(").expect("the thunk of %m0");
+    let ninth = thunk
+        + clif[thunk..]
+            .find("iconst.i8 107")
+            .expect("its ninth constant");
+    let edited = format!(
+        "{}iconst.i8 106{}",
+        &clif[..ninth],
+        &clif[ninth + "iconst.i8 107".len()..]
+    );
+    let path = std::path::Path::new("corrupted.clif");
+    let corrupted = clif_merge::read::read_module_text(path, &edited, Default::default()).unwrap();
+    let options = clif_merge::verify::VerifyOptions::default();
+    assert!(clif_merge::verify::verify_merge(&original, &merged, &report, &options).is_ok());
+    assert!(!clif_merge::verify::verify_merge(&original, &corrupted, &report, &options).is_ok());
+}
