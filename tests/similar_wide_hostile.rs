@@ -353,11 +353,6 @@ fn erased_constants_grow(holes: usize) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "defect: the judge prices members as compiled one by one, not the machine code the \
-            object folds; functions that differ only in constants the mid-end erases compile \
-            alike and fold into one body without --similar, and with it become a shared body \
-            and thunks (x86_64 --mode aliases .text 384 -> 760 with 8 constants, 340 -> 422 \
-            with 1)"]
 fn similar_with_an_object_never_grows_text_over_constants_the_mid_end_erases() {
     let mut failures = erased_constants_grow(1);
     failures.extend(erased_constants_grow(8));
