@@ -10,7 +10,8 @@
 //! ```
 //!
 //! where code is the compiled size with the padding that aligns the next function, by the
-//! same ISA and flags the object writer uses, and `call` is the model's cost of the extra
+//! same ISA and flags the object writer uses (members of equal machine code, which the object
+//! folds into one body anyway, count once), and `call` is the model's cost of the extra
 //! arguments at a call site of a removed member (the callers are not recompiled: a call site
 //! grows by a few instructions, which the model prices well). A member's body, the shared body
 //! or a thunk that Cranelift fails to compile makes the group rejected, never an error: the
@@ -51,6 +52,13 @@ impl SizeJudge {
     /// The bytes `func` takes in the text section: its code rounded up to its alignment (the
     /// padding before the next function). None when Cranelift cannot compile it.
     pub fn code_size(&self, ctx: &mut cranelift_codegen::Context, func: &Function) -> Option<u64> {
+        self.code(ctx, func).map(|(size, _)| size)
+    }
+
+    /// [`Self::code_size`], with the code itself: its bytes and relocations, each relocation's
+    /// target by name, so that two functions whose code the object would fold into one body
+    /// have equal code.
+    fn code(&self, ctx: &mut cranelift_codegen::Context, func: &Function) -> Option<(u64, Code)> {
         ctx.clear();
         ctx.func = func.clone();
         let isa: &dyn TargetIsa = &*self.isa;
@@ -62,9 +70,19 @@ impl SizeJudge {
         let alignment = u64::from(code.buffer.alignment)
             .max(isa.symbol_alignment())
             .max(1);
-        Some((code.buffer.data().len() as u64).next_multiple_of(alignment))
+        let relocs = (code.buffer.relocs().iter())
+            .map(|r| {
+                let target = r.target.display(Some(&ctx.func.params)).to_string();
+                (r.offset, format!("{:?}", r.kind), r.addend, target)
+            })
+            .collect();
+        let size = (code.buffer.data().len() as u64).next_multiple_of(alignment);
+        Some((size, (code.buffer.data().to_vec(), relocs)))
     }
 }
+
+/// A function's machine code: bytes, and relocations (offset, kind, addend, target).
+type Code = (Vec<u8>, Vec<(u32, String, i64, String)>);
 
 impl PartialEq for SizeJudge {
     fn eq(&self, other: &Self) -> bool {
@@ -103,9 +121,16 @@ impl SizeJudge {
         cost: &CostModel,
         trial: &Trial,
     ) -> Option<i64> {
+        // Members whose machine code is equal are one body in the object already (its
+        // machine-code folding): they count once, or a group of them would be credited with
+        // removing code that folding removes anyway, and grow the object.
         let mut before = 0u64;
+        let mut seen = rustc_hash::FxHashSet::default();
         for func in &trial.members {
-            before += self.code_size(ctx, func)?;
+            let (size, code) = self.code(ctx, func)?;
+            if seen.insert(code) {
+                before += size;
+            }
         }
         let mut after = self.code_size(ctx, &trial.shared)?;
         for thunk in &trial.thunks {
