@@ -1575,6 +1575,9 @@ fn tally_with(
                     merged.function(id).func,
                     corrupted.function(id).func
                 );
+                if std::env::var_os("MUT_DUMP_MODULE").is_some() {
+                    eprintln!("+++ module\n{}", clif_merge::emit::module_to_clif(merged));
+                }
             }
             *tally.indistinct.entry(kind).or_default() += 1;
         } else {
