@@ -1689,6 +1689,38 @@ fn corpus_mutations_are_reported() {
     }
 }
 
+/// A corruption that shows only when an argument equals a constant the function compares with
+/// (`icmp eq v0, 12345`): random arguments never take that side, the check's steering values
+/// (the constants a function compares with and their neighbours) do.
+#[test]
+fn a_rare_side_of_a_comparison_is_run() {
+    let body = |taken: i64| {
+        format!(
+            "function %f(i64, i32) -> i64 {{
+block0(v0: i64, v1: i32):
+    v2 = iconst.i64 12345
+    v3 = icmp eq v0, v2
+    brif v3, block1, block2
+block1:
+    v4 = iconst.i64 {taken}
+    return v4
+block2:
+    v5 = uextend.i64 v1
+    return v5
+}}"
+        )
+    };
+    let original = module_from_text(&body(7), &[]);
+    let (_, report) = merged(&original, Mode::Safe);
+    let corrupted = module_from_text(&body(8), &[]);
+    let v = verify_merge(&original, &corrupted, &report, &VerifyOptions::default());
+    assert!(
+        !v.is_ok(),
+        "the taken side of icmp eq is never run: {}",
+        v.summary()
+    );
+}
+
 /// A few modules, in every `cargo test`. Measured over 96 modules: 82.2 % of all corrupted
 /// bodies reported, 98.7 % of those any tuple tells apart (docs/testing.md).
 #[test]

@@ -1,9 +1,63 @@
 //! The arguments of each run: edge values first, then pseudo-random ones from a seed, so that
 //! the whole check is deterministic; and the hashing that the imports' results come from.
+//!
+//! Random numbers rarely take the other side of `icmp eq v0, 1234` or reach the fifth entry of
+//! a `br_table`: a share of the random arguments are *steering values* instead, the constants
+//! the function compares with, masks with or switches over, and their neighbours.
 
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
-use cranelift_codegen::ir::{Type, types};
+use cranelift_codegen::ir::{Function, InstructionData, Opcode, Type, Value, ValueDef, types};
+use std::collections::BTreeSet;
+
+/// Steering values kept per function at most.
+const MAX_STEERING: usize = 64;
+
+/// The integer constants `func` compares a value with (and their neighbours), masks with
+/// (`band`), or switches over (every index of a `br_table`, and the first one past it): in
+/// increasing order, at most [`MAX_STEERING`].
+pub(super) fn steering_values(func: &Function) -> Vec<i128> {
+    let mut found = BTreeSet::new();
+    let constant = |v: Value| -> Option<i128> {
+        let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
+            return None;
+        };
+        match func.dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } => Some(i128::from(imm.bits())),
+            _ => None,
+        }
+    };
+    let around = |found: &mut BTreeSet<i128>, c: i128| {
+        found.extend([c - 1, c, c + 1]);
+    };
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            match func.dfg.insts[inst] {
+                InstructionData::IntCompare { args, .. } => {
+                    args.iter()
+                        .filter_map(|&a| constant(a))
+                        .for_each(|c| around(&mut found, c));
+                }
+                InstructionData::Binary {
+                    opcode: Opcode::Band,
+                    args,
+                } => args
+                    .iter()
+                    .filter_map(|&a| constant(a))
+                    .for_each(|c| around(&mut found, c)),
+                InstructionData::BranchTable { table, .. } => {
+                    let len = func.dfg.jump_tables[table].as_slice().len();
+                    found.extend((0..=len.min(MAX_STEERING) as i128).collect::<Vec<_>>());
+                }
+                _ => {}
+            }
+        }
+    }
+    found.into_iter().take(MAX_STEERING).collect()
+}
 
 /// A value of type `ty` made of `lo` (and `hi` for 128 bits).
 pub(super) fn value_of_bits(ty: Type, lo: u64, hi: u64) -> Option<DataValue> {
@@ -20,9 +74,16 @@ pub(super) fn value_of_bits(ty: Type, lo: u64, hi: u64) -> Option<DataValue> {
 }
 
 /// Arguments of run number `run`: the first tuples are edge values for every parameter (0, 1,
-/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, or random bits;
-/// only small non-negative numbers when `small`.
-pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) -> Vec<DataValue> {
+/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, one of the
+/// function's `steering` values (integers), or random bits; only small non-negative numbers
+/// when `small`.
+pub(super) fn arguments(
+    types: &[Type],
+    run: usize,
+    small: bool,
+    steering: &[i128],
+    rng: &mut Rng,
+) -> Vec<DataValue> {
     const UNIFORM: usize = 6;
     types
         .iter()
@@ -46,6 +107,10 @@ pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) 
                         value_of_bits(ty, small as u64, if small < 0 { u64::MAX } else { 0 })
                             .expect("a scalar type")
                     }
+                }
+                6..=7 if ty.is_int() && !steering.is_empty() => {
+                    let x = steering[(rng.next() % steering.len() as u64) as usize] as u128;
+                    value_of_bits(ty, x as u64, (x >> 64) as u64).expect("an integer type")
                 }
                 _ => {
                     let (lo, hi) = (rng.next(), rng.next());

@@ -70,7 +70,7 @@ use crate::merge::{Action, MergeReport};
 use crate::module::{ClifModule, FuncName, ModuleFunction};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv, mix};
+use inputs::{Rng, arguments, fnv, mix, steering_values};
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -277,6 +277,7 @@ fn check_function<'a>(
     let func = &mf.func;
     let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
+    let steering = steering_values(func);
     let mut inconclusive = 0;
     let merged_options = options.for_merged_side();
     let runs_before = out.runs;
@@ -286,7 +287,7 @@ fn check_function<'a>(
             out.cut_short += 1;
             break;
         }
-        let args = arguments(&types, run, inconclusive >= 2, &mut rng);
+        let args = arguments(&types, run, inconclusive >= 2, &steering, &mut rng);
         let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
         let a = sides[0].run(func, &args, options, memory_seed);
         out.runs += 1;
