@@ -1463,6 +1463,26 @@ fn merged_bodies(report: &MergeReport) -> Vec<(FuncName, FuncName)> {
     bodies
 }
 
+/// `merged` as `verify_merge` runs it: with a stand-in for every member a similar merge removed
+/// (a thunk to the shared body, `clif_merge::similar::stand_in`; also for a private copy, as
+/// there, unlike [`with_stand_ins`]), so that the mutation check's analyses see every call the
+/// check makes.
+fn as_verify_runs(merged: &ClifModule, report: &MergeReport) -> ClifModule {
+    let mut module = merged.clone();
+    for group in report.similar.iter().flatten() {
+        let Some(shared) = merged.resolve(&group.shared) else {
+            continue;
+        };
+        let shared_sig = &merged.function(shared).func.signature;
+        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+            let sig = clif_merge::similar::member_signature(group, shared_sig);
+            let func = clif_merge::similar::stand_in(group, member, &sig, shared_sig);
+            let _ = module.define(func, SymbolLinkage::Local, None);
+        }
+    }
+    module
+}
+
 /// What the mutation check counted, by mutation kind.
 #[derive(Default)]
 struct MutationTally {
@@ -1521,7 +1541,8 @@ fn tally_with(
     alone: bool,
 ) {
     const PROBE: TrapCode = TrapCode::unwrap_user(250);
-    let params = common::live::LiveParams::of(merged);
+    let as_run = as_verify_runs(merged, report);
+    let params = common::live::LiveParams::of(&as_run, original);
     for (body, entry) in merged_bodies(report) {
         if tally.applied >= limit {
             break;
@@ -1553,7 +1574,7 @@ fn tally_with(
                 .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
         };
         let Some((kind, mutant)) =
-            common::live::corrupt_live(func, merged, &params, ch, &mut reached)
+            common::live::corrupt_live(func, &as_run, &params, ch, &mut reached)
         else {
             continue;
         };

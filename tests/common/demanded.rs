@@ -18,21 +18,26 @@ use clif_merge::{ClifModule, FuncName};
 use cranelift_codegen::ir::{
     Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, immediates::Imm64,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The demanded bits of the entry parameters of every function of a module.
 pub struct DemandedParams {
     by_name: BTreeMap<FuncName, Vec<u128>>,
+    /// The functions whose address a parameter may hold, for the parameters that only ever
+    /// hold function addresses (see [`indirect_targets`]).
+    targets: BTreeMap<(FuncName, usize), BTreeSet<FuncName>>,
 }
 
 impl DemandedParams {
-    /// The least fixed point over `module`: nothing demanded, then grown until stable.
-    pub fn of(module: &ClifModule) -> DemandedParams {
+    /// The least fixed point over `module` (as the check runs it), whose functions of `entries`
+    /// the check calls with any arguments: nothing demanded, then grown until stable.
+    pub fn of(module: &ClifModule, entries: &ClifModule) -> DemandedParams {
         let mut params = DemandedParams {
             by_name: module
                 .functions()
                 .map(|mf| (mf.name.clone(), vec![0; mf.func.signature.params.len()]))
                 .collect(),
+            targets: indirect_targets(module, entries),
         };
         loop {
             let mut changed = false;
@@ -75,6 +80,69 @@ impl DemandedParams {
             .and_then(|p| p.get(k).copied())
             .map_or(full, |d| d & full)
     }
+}
+
+/// The parameters of `module`'s functions that only ever hold the address of a function of the
+/// module, with those functions: a parameter of a function that the check never calls itself
+/// (not in `entries`), whose address is never taken (no `func_addr`, `symbol_value` or alias
+/// of it), and to which every call of the module passes a `func_addr` there. (A shared body of
+/// similar merging, to which each member passes its callee's address.)
+fn indirect_targets(
+    module: &ClifModule,
+    entries: &ClifModule,
+) -> BTreeMap<(FuncName, usize), BTreeSet<FuncName>> {
+    let defined = |name: &FuncName| {
+        module
+            .resolve(name)
+            .map(|id| module.function(id).name.clone())
+    };
+    let mut taken: BTreeSet<FuncName> = BTreeSet::new();
+    let mut passed: BTreeMap<(FuncName, usize), Option<BTreeSet<FuncName>>> = BTreeMap::new();
+    for alias in module.aliases() {
+        taken.extend([&alias.name, &alias.target].into_iter().filter_map(defined));
+    }
+    for mf in module.functions() {
+        let func = &mf.func;
+        for gv in func.global_values.values() {
+            if let cranelift_codegen::ir::GlobalValueData::Symbol { name, .. } = gv {
+                taken.extend(FuncName::of_external(name, func).as_ref().and_then(defined));
+            }
+        }
+        for block in func.layout.blocks() {
+            for inst in func.layout.block_insts(block) {
+                match func.dfg.insts[inst] {
+                    InstructionData::FuncAddr { func_ref, .. } => taken.extend(
+                        FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+                            .as_ref()
+                            .and_then(defined),
+                    ),
+                    InstructionData::Call { .. } => {
+                        let Some(callee) = callee_of(func, inst).as_ref().and_then(defined) else {
+                            continue;
+                        };
+                        for (k, &arg) in func.dfg.inst_args(inst).iter().enumerate() {
+                            let target = address_of(func, arg).as_ref().and_then(defined);
+                            let set = passed
+                                .entry((callee.clone(), k))
+                                .or_insert_with(|| Some(BTreeSet::new()));
+                            match (target, set.as_mut()) {
+                                (Some(t), Some(s)) => {
+                                    s.insert(t);
+                                }
+                                _ => *set = None,
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    passed
+        .into_iter()
+        .filter(|((callee, _), _)| entries.resolve(callee).is_none() && !taken.contains(callee))
+        .filter_map(|(key, set)| Some((key, set?)))
+        .collect()
 }
 
 /// All the bits of a value of type `ty`.
@@ -222,8 +290,10 @@ pub fn demanded_values(
                         params.argument(module, callee_of(func, inst), k, full)
                     }
                     Opcode::CallIndirect | Opcode::ReturnCallIndirect if k > 0 => {
-                        match address_of(func, args[0]) {
-                            Some(callee) => params.argument(module, Some(callee), k - 1, full),
+                        match possible_callees(func, args[0], params) {
+                            Some(callees) => callees.iter().fold(0, |acc, callee| {
+                                acc | params.argument(module, Some(callee.clone()), k - 1, full)
+                            }),
                             None => full,
                         }
                     }
@@ -260,6 +330,23 @@ fn callee_of(func: &Function, inst: Inst) -> Option<FuncName> {
         }
         _ => None,
     }
+}
+
+/// The functions an indirect call through `v` in `func` may run, when they are known: the one
+/// whose address `v` is, or those an entry parameter of `func` may hold.
+fn possible_callees(func: &Function, v: Value, params: &DemandedParams) -> Option<Vec<FuncName>> {
+    if let Some(name) = address_of(func, v) {
+        return Some(vec![name]);
+    }
+    let v = func.dfg.resolve_aliases(v);
+    let ValueDef::Param(block, i) = func.dfg.value_def(v) else {
+        return None;
+    };
+    if Some(block) != func.layout.entry_block() {
+        return None;
+    }
+    let set = params.targets.get(&(FuncName::of_function(func), i))?;
+    Some(set.iter().cloned().collect())
 }
 
 /// The function whose address `v` is, when it is a `func_addr` of a name.

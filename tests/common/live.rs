@@ -54,11 +54,12 @@ pub struct LiveParams {
 
 impl LiveParams {
     /// The fixed point over the module: a parameter is live when its function observes it,
-    /// directly or through a live parameter of a function it calls.
-    pub fn of(module: &ClifModule) -> LiveParams {
+    /// directly or through a live parameter of a function it calls. `module` as the check runs
+    /// it, whose functions of `entries` the check calls with any arguments.
+    pub fn of(module: &ClifModule, entries: &ClifModule) -> LiveParams {
         let mut params = LiveParams {
             by_name: BTreeMap::new(),
-            demanded: DemandedParams::of(module),
+            demanded: DemandedParams::of(module, entries),
         };
         for mf in module.functions() {
             let n = mf.func.signature.params.len();
