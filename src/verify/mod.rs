@@ -44,7 +44,9 @@
 //!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
-//! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
+//! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
+//! the function compares with, masks with or switches over, and their neighbours, so that both
+//! sides of its comparisons run (`inputs.rs`). The whole check is deterministic.
 //!
 //! So a run is known without running it twice when nothing it reaches changed: the original
 //! side records every name and address slot it resolved to a function (`Machine`), and when
