@@ -3,7 +3,8 @@
 //!
 //! Random numbers rarely take the other side of `icmp eq v0, 1234` or reach the fifth entry of
 //! a `br_table`: a share of the random arguments are *steering values* instead, the constants
-//! the function compares with, masks with or switches over, and their neighbours.
+//! the function compares its parameters with and their neighbours, and the indices it switches
+//! over.
 
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
@@ -13,50 +14,69 @@ use std::collections::BTreeSet;
 /// Steering values kept per function at most.
 const MAX_STEERING: usize = 64;
 
-/// The integer constants `func` compares a value with (and their neighbours), masks with
-/// (`band`), or switches over (every index of a `br_table`, and the first one past it): in
-/// increasing order, at most [`MAX_STEERING`].
+/// The integer constants `func` compares one of its parameters with, and their neighbours, and
+/// the indices of a `br_table` over a parameter (every entry and the first one past them): in
+/// increasing order, at most [`MAX_STEERING`]. Only comparisons of parameters (or their
+/// extensions, truncations and masks): a loop's bound compared with its counter says nothing
+/// of the arguments, and used as one it makes loops run out of fuel.
 pub(super) fn steering_values(func: &Function) -> Vec<i128> {
     let mut found = BTreeSet::new();
-    let constant = |v: Value| -> Option<i128> {
-        let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
-            return None;
-        };
-        match func.dfg.insts[inst] {
-            InstructionData::UnaryImm {
-                opcode: Opcode::Iconst,
-                imm,
-            } => Some(i128::from(imm.bits())),
-            _ => None,
-        }
-    };
-    let around = |found: &mut BTreeSet<i128>, c: i128| {
-        found.extend([c - 1, c, c + 1]);
-    };
     for block in func.layout.blocks() {
         for inst in func.layout.block_insts(block) {
             match func.dfg.insts[inst] {
                 InstructionData::IntCompare { args, .. } => {
-                    args.iter()
-                        .filter_map(|&a| constant(a))
-                        .for_each(|c| around(&mut found, c));
+                    for (c, other) in [(args[0], args[1]), (args[1], args[0])] {
+                        if let Some(c) = constant(func, c)
+                            && is_from_parameter(func, other, 3)
+                        {
+                            found.extend([c - 1, c, c + 1]);
+                        }
+                    }
                 }
-                InstructionData::Binary {
-                    opcode: Opcode::Band,
-                    args,
-                } => args
-                    .iter()
-                    .filter_map(|&a| constant(a))
-                    .for_each(|c| around(&mut found, c)),
-                InstructionData::BranchTable { table, .. } => {
+                InstructionData::BranchTable { arg, table, .. }
+                    if is_from_parameter(func, arg, 3) =>
+                {
                     let len = func.dfg.jump_tables[table].as_slice().len();
-                    found.extend((0..=len.min(MAX_STEERING) as i128).collect::<Vec<_>>());
+                    found.extend(0..=len.min(MAX_STEERING) as i128);
                 }
                 _ => {}
             }
         }
     }
     found.into_iter().take(MAX_STEERING).collect()
+}
+
+/// The integer constant `v` is, when it is one.
+fn constant(func: &Function, v: Value) -> Option<i128> {
+    let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
+        return None;
+    };
+    match func.dfg.insts[inst] {
+        InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        } => Some(i128::from(imm.bits())),
+        _ => None,
+    }
+}
+
+/// Whether `v` is a parameter of `func`, or (up to `depth` steps) an extension, truncation or
+/// mask of one.
+fn is_from_parameter(func: &Function, v: Value, depth: u32) -> bool {
+    match func.dfg.value_def(func.dfg.resolve_aliases(v)) {
+        ValueDef::Param(block, _) => Some(block) == func.layout.entry_block(),
+        ValueDef::Result(inst, _) if depth > 0 => {
+            matches!(
+                func.dfg.insts[inst].opcode(),
+                Opcode::Uextend | Opcode::Sextend | Opcode::Ireduce | Opcode::Band
+            ) && func
+                .dfg
+                .inst_args(inst)
+                .iter()
+                .any(|&a| is_from_parameter(func, a, depth - 1))
+        }
+        _ => false,
+    }
 }
 
 /// A value of type `ty` made of `lo` (and `hi` for 128 bits).
