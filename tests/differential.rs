@@ -1710,6 +1710,52 @@ fn corpus_mutations_are_reported() {
     }
 }
 
+/// The demanded-bits proof of the mutation check (`tests/common/demanded.rs`): a change of
+/// bits every path masks away is equivalent (and left out), one of a bit some path sees is not.
+#[test]
+fn demanded_bits_tell_masked_changes_from_seen_ones() {
+    let text = |c: i64| {
+        format!(
+            "function %g(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 3
+    v2 = band v0, v1
+    return v2
+}}
+function %f(i64) -> i64 {{
+    sig0 = (i64) -> i64
+    fn0 = %g sig0
+block0(v0: i64):
+    v1 = iconst.i64 {c}
+    v2 = iadd v0, v1
+    v3 = call fn0(v2)
+    v4 = func_addr.i64 fn0
+    v5 = call_indirect sig0, v4(v2)
+    v6 = iadd v3, v5
+    return v6
+}}"
+        )
+    };
+    let original = module_from_text(&text(-1), &[]);
+    let params = common::demanded::DemandedParams::of(&original, &ClifModule::new());
+    let name = FuncName::parse("%f").unwrap();
+    let func = &original.function(original.resolve(&name).unwrap()).func;
+    let demand = common::demanded::demanded_values(func, &original, &params);
+    let constant = func
+        .layout
+        .first_inst(func.layout.entry_block().unwrap())
+        .unwrap();
+    for (c, masked) in [(-4294967297, true), (-2, false), (-5, true), (1, false)] {
+        let changed = module_from_text(&text(c), &[]);
+        let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
+        assert_eq!(
+            common::demanded::change_is_undemanded(func, mutant, constant, &demand),
+            masked,
+            "iconst -1 made {c}"
+        );
+    }
+}
+
 /// A corruption that shows only when an argument equals a constant the function compares with
 /// (`icmp eq v0, 12345`): random arguments never take that side, the check's steering values
 /// (the constants a function compares with and their neighbours) do.
