@@ -333,20 +333,25 @@ fn callee_of(func: &Function, inst: Inst) -> Option<FuncName> {
 }
 
 /// The functions an indirect call through `v` in `func` may run, when they are known: the one
-/// whose address `v` is, or those an entry parameter of `func` may hold.
+/// whose address `v` is, those an entry parameter of `func` may hold, or those of either
+/// operand of a `select`.
 fn possible_callees(func: &Function, v: Value, params: &DemandedParams) -> Option<Vec<FuncName>> {
     if let Some(name) = address_of(func, v) {
         return Some(vec![name]);
     }
-    let v = func.dfg.resolve_aliases(v);
-    let ValueDef::Param(block, i) = func.dfg.value_def(v) else {
-        return None;
-    };
-    if Some(block) != func.layout.entry_block() {
-        return None;
+    match func.dfg.value_def(func.dfg.resolve_aliases(v)) {
+        ValueDef::Param(block, i) if Some(block) == func.layout.entry_block() => {
+            let set = params.targets.get(&(FuncName::of_function(func), i))?;
+            Some(set.iter().cloned().collect())
+        }
+        ValueDef::Result(inst, _) if func.dfg.insts[inst].opcode() == Opcode::Select => {
+            let args = func.dfg.inst_args(inst);
+            let mut both = possible_callees(func, args[1], params)?;
+            both.extend(possible_callees(func, args[2], params)?);
+            Some(both)
+        }
+        _ => None,
     }
-    let set = params.targets.get(&(FuncName::of_function(func), i))?;
-    Some(set.iter().cloned().collect())
 }
 
 /// The function whose address `v` is, when it is a `func_addr` of a name.
