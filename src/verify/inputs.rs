@@ -3,10 +3,11 @@
 //!
 //! Random numbers rarely take the other side of `icmp eq v0, 1234` or reach the fifth entry of
 //! a `br_table`: a share of the random arguments are *steering values* instead, the constants
-//! the function compares its parameters with and their neighbours, and the indices it switches
-//! over.
+//! the function tests its parameters for equality with and their neighbours, and the indices
+//! it switches over.
 
 use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{Function, InstructionData, Opcode, Type, Value, ValueDef, types};
 use std::collections::BTreeSet;
@@ -14,17 +15,22 @@ use std::collections::BTreeSet;
 /// Steering values kept per function at most.
 const MAX_STEERING: usize = 64;
 
-/// The integer constants `func` compares one of its parameters with, and their neighbours, and
-/// the indices of a `br_table` over a parameter (every entry and the first one past them): in
-/// increasing order, at most [`MAX_STEERING`]. Only comparisons of parameters (or their
-/// extensions, truncations and masks): a loop's bound compared with its counter says nothing
-/// of the arguments, and used as one it makes loops run out of fuel.
+/// The integer constants `func` tests one of its parameters for equality with, and their
+/// neighbours, and the indices of a `br_table` over a parameter (every entry and the first one
+/// past them): in increasing order, at most [`MAX_STEERING`]. Only what random numbers miss:
+/// both sides of `v0 < 1000` are taken by small and by random arguments, one side of
+/// `v0 == 1234` only by 1234. Only tests of parameters (or their extensions, truncations and
+/// masks): a loop's bound compared with its counter says nothing of the arguments, and as one
+/// it makes loops run out of fuel (ordered comparisons as well: lengths as large as the
+/// bounds a function checks them against).
 pub(super) fn steering_values(func: &Function) -> Vec<i128> {
     let mut found = BTreeSet::new();
     for block in func.layout.blocks() {
         for inst in func.layout.block_insts(block) {
             match func.dfg.insts[inst] {
-                InstructionData::IntCompare { args, .. } => {
+                InstructionData::IntCompare { args, cond, .. }
+                    if matches!(cond, IntCC::Equal | IntCC::NotEqual) =>
+                {
                     for (c, other) in [(args[0], args[1]), (args[1], args[0])] {
                         if let Some(c) = constant(func, c)
                             && is_from_parameter(func, other, 3)
