@@ -45,8 +45,8 @@
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
-//! the function tests a parameter for equality with (and their neighbours) and the indices it
-//! switches over, which random numbers miss (`inputs.rs`). The whole check is deterministic.
+//! the function tests a parameter for equality with and the indices it switches over, which
+//! random numbers miss (`inputs.rs`). The whole check is deterministic.
 //!
 //! So a run is known without running it twice when nothing it reaches changed: the original
 //! side records every name and address slot it resolved to a function (`Machine`), and when
