@@ -188,6 +188,7 @@ fn edge_values(ty: Type) -> Vec<DataValue> {
 }
 
 /// splitmix64.
+#[derive(Clone)]
 pub(super) struct Rng(u64);
 
 impl Rng {

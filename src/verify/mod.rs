@@ -289,9 +289,11 @@ fn check_function<'a>(
             out.cut_short += 1;
             break;
         }
-        let args = arguments(&types, run, inconclusive >= 2, &steering, &mut rng);
+        let small = inconclusive >= 2;
+        let plain = arguments(&types, run, small, &[], &mut rng.clone());
+        let steered = arguments(&types, run, small, &steering, &mut rng);
         let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
-        let a = sides[0].run(func, &args, options, memory_seed);
+        let (args, a) = run_original(&mut sides[0], func, steered, plain, options, memory_seed);
         out.runs += 1;
         if a.outcome.is_inconclusive() {
             // Inconclusive whatever the merged side does: not run (the costliest runs).
@@ -326,6 +328,32 @@ fn check_function<'a>(
     let runs = out.runs - runs_before;
     let incomplete = out.inconclusive + out.unsupported - incomplete_before;
     out.count_coverage(runs, incomplete, options.runs);
+}
+
+/// The original side of a run: on the `steered` arguments when they differ from the `plain`
+/// ones and that run ends within a quarter of the fuel, else on the `plain` ones (steering
+/// values take a run where random ones do not; where that is a loop too long to check, the
+/// run is what it would have been without them). The arguments run, and the run.
+fn run_original<'a>(
+    side: &mut Side<'a>,
+    func: &'a Function,
+    steered: Vec<DataValue>,
+    plain: Vec<DataValue>,
+    options: &VerifyOptions,
+    memory_seed: u64,
+) -> (Vec<DataValue>, Run) {
+    if steered.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
+        let attempt = VerifyOptions {
+            fuel: options.fuel / 4,
+            ..options.clone()
+        };
+        let run = side.run(func, &steered, &attempt, memory_seed);
+        if !run.outcome.is_inconclusive() {
+            return (steered, run);
+        }
+    }
+    let run = side.run(func, &plain, options, memory_seed);
+    (plain, run)
 }
 
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for
