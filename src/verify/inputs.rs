@@ -26,9 +26,11 @@ pub(super) fn steering_values(func: &Function) -> Vec<i128> {
     for block in func.layout.blocks() {
         for inst in func.layout.block_insts(block) {
             match func.dfg.insts[inst] {
-                InstructionData::IntCompare { args, cond, .. }
-                    if matches!(cond, IntCC::Equal | IntCC::NotEqual) =>
-                {
+                InstructionData::IntCompare {
+                    args,
+                    cond: IntCC::Equal | IntCC::NotEqual,
+                    ..
+                } => {
                     for (c, other) in [(args[0], args[1]), (args[1], args[0])] {
                         if let Some(c) = constant(func, c)
                             && is_from_parameter(func, other, 3)
