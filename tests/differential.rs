@@ -1788,15 +1788,19 @@ block2:
     );
 }
 
-/// A few modules, in every `cargo test`. Measured over 96 modules: 82.2 % of all corrupted
-/// bodies reported, 98.7 % of those any tuple tells apart (docs/testing.md).
+/// The share of all corrupted bodies (whose original ran to the end) the mutation check must
+/// see reported. The issue asks for 95 %; measured over 96 modules: 86.5 % (422 of 488), and
+/// 99.5 % of those some tuple tells apart (docs/testing.md says what the rest are).
+const REPORTED_OF_ALL: usize = 85;
+
+/// A few modules, in every `cargo test` (seconds).
 #[test]
 fn mutated_merged_bodies_are_reported() {
     let n = cases(6);
     let (_, applied, caught, distinct) = mutation_check(n);
     assert!(applied >= n, "only {applied} corruptions applied");
     assert!(
-        caught * 100 >= applied * 80,
+        caught * 100 >= applied * REPORTED_OF_ALL,
         "only {caught} of {applied} caught"
     );
     assert!(
@@ -1813,7 +1817,7 @@ fn mutated_merged_bodies_many_are_reported() {
     let n = cases(96);
     let (_, applied, caught, distinct) = mutation_check(n);
     assert!(
-        caught * 100 >= applied * 80,
+        caught * 100 >= applied * REPORTED_OF_ALL,
         "only {caught} of {applied} caught"
     );
     assert!(
