@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How much of the corpus `--verify` checks: for every module of ../shared/corpus, exact and
 # `--similar`, in every `--mode`, the runs that ran to the end and the functions fully checked
-# (from `--verify`'s summary line), and the time against the same merge without `--verify`.
+# (from `--verify`'s summary line), and the time against the same merge without `--verify`:
+# CPU seconds (`perf stat -e task-clock`, the mean of three runs) where perf works, else wall
+# seconds of one run.
 #
 # Then the mutation check over the corpus (`corpus_mutations_are_reported` in
 # tests/differential.rs, a release test build): per module, exact and `--similar`, one live
@@ -23,11 +25,19 @@ corpus="$root/../shared/corpus"
 modes=${VERIFY_MODES:-safe aliases thunks}
 extra=${VERIFY_ARGS:-}
 
-# Seconds of wall time of a command, its standard error kept in $err.
+# Seconds of a command (CPU, else wall time), its standard error kept in $err.
 err=$(mktemp)
-trap 'rm -f "$err"' EXIT
+perf_out=$(mktemp)
+trap 'rm -f "$err" "$perf_out"' EXIT
 seconds() {
     local start end
+    : >"$perf_out"
+    if command -v perf >/dev/null \
+        && { perf stat -x, -o "$perf_out" -e task-clock -r 3 "$@" >/dev/null 2>"$err" || true; } \
+        && grep -q task-clock "$perf_out"; then
+        awk -F, '/task-clock/ { printf "%.2f\n", $1 / 1000 }' "$perf_out"
+        return
+    fi
     start=$(date +%s.%N)
     "$@" >/dev/null 2>"$err" || true
     end=$(date +%s.%N)

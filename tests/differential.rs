@@ -1519,6 +1519,26 @@ fn merged_bodies(report: &MergeReport) -> Vec<(FuncName, FuncName)> {
     bodies
 }
 
+/// `merged` as `verify_merge` runs it: with a stand-in for every member a similar merge removed
+/// (a thunk to the shared body, `clif_merge::similar::stand_in`; also for a private copy, as
+/// there, unlike [`with_stand_ins`]), so that the mutation check's analyses see every call the
+/// check makes.
+fn as_verify_runs(merged: &ClifModule, report: &MergeReport) -> ClifModule {
+    let mut module = merged.clone();
+    for group in report.similar.iter().flatten() {
+        let Some(shared) = merged.resolve(&group.shared) else {
+            continue;
+        };
+        let shared_sig = &merged.function(shared).func.signature;
+        for member in group.members.iter().filter(|m| m.by == Action::Removed) {
+            let sig = clif_merge::similar::member_signature(group, shared_sig);
+            let func = clif_merge::similar::stand_in(group, member, &sig, shared_sig);
+            let _ = module.define(func, SymbolLinkage::Local, None);
+        }
+    }
+    module
+}
+
 /// What the mutation check counted, by mutation kind.
 #[derive(Default)]
 struct MutationTally {
@@ -1577,7 +1597,8 @@ fn tally_with(
     alone: bool,
 ) {
     const PROBE: TrapCode = TrapCode::unwrap_user(250);
-    let params = common::live::LiveParams::of(merged);
+    let as_run = as_verify_runs(merged, report);
+    let params = common::live::LiveParams::of(&as_run, original);
     for (body, entry) in merged_bodies(report) {
         if tally.applied >= limit {
             break;
@@ -1609,7 +1630,7 @@ fn tally_with(
                 .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
         };
         let Some((kind, mutant)) =
-            common::live::corrupt_live(func, merged, &params, ch, &mut reached)
+            common::live::corrupt_live(func, &as_run, &params, ch, &mut reached)
         else {
             continue;
         };
@@ -1631,6 +1652,9 @@ fn tally_with(
                     merged.function(id).func,
                     corrupted.function(id).func
                 );
+                if std::env::var_os("MUT_DUMP_MODULE").is_some() {
+                    eprintln!("+++ module\n{}", clif_merge::emit::module_to_clif(merged));
+                }
             }
             *tally.indistinct.entry(kind).or_default() += 1;
         } else {
@@ -1742,15 +1766,97 @@ fn corpus_mutations_are_reported() {
     }
 }
 
-/// A few modules, in every `cargo test`. Measured over 96 modules: 82.2 % of all corrupted
-/// bodies reported, 98.7 % of those any tuple tells apart (docs/testing.md).
+/// The demanded-bits proof of the mutation check (`tests/common/demanded.rs`): a change of
+/// bits every path masks away is equivalent (and left out), one of a bit some path sees is not.
+#[test]
+fn demanded_bits_tell_masked_changes_from_seen_ones() {
+    let text = |c: i64| {
+        format!(
+            "function %g(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 3
+    v2 = band v0, v1
+    return v2
+}}
+function %f(i64) -> i64 {{
+    sig0 = (i64) -> i64
+    fn0 = %g sig0
+block0(v0: i64):
+    v1 = iconst.i64 {c}
+    v2 = iadd v0, v1
+    v3 = call fn0(v2)
+    v4 = func_addr.i64 fn0
+    v5 = call_indirect sig0, v4(v2)
+    v6 = iadd v3, v5
+    return v6
+}}"
+        )
+    };
+    let original = module_from_text(&text(-1), &[]);
+    let params = common::demanded::DemandedParams::of(&original, &ClifModule::new());
+    let name = FuncName::parse("%f").unwrap();
+    let func = &original.function(original.resolve(&name).unwrap()).func;
+    let demand = common::demanded::demanded_values(func, &original, &params);
+    let constant = func
+        .layout
+        .first_inst(func.layout.entry_block().unwrap())
+        .unwrap();
+    for (c, masked) in [(-4294967297, true), (-2, false), (-5, true), (1, false)] {
+        let changed = module_from_text(&text(c), &[]);
+        let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
+        assert_eq!(
+            common::demanded::change_is_undemanded(func, mutant, constant, &demand),
+            masked,
+            "iconst -1 made {c}"
+        );
+    }
+}
+
+/// A corruption that shows only when an argument equals a constant the function compares with
+/// (`icmp eq v0, 12345`): random arguments never take that side, the check's steering values
+/// (the constants a function compares with and their neighbours) do.
+#[test]
+fn a_rare_side_of_a_comparison_is_run() {
+    let body = |taken: i64| {
+        format!(
+            "function %f(i64, i32) -> i64 {{
+block0(v0: i64, v1: i32):
+    v2 = iconst.i64 12345
+    v3 = icmp eq v0, v2
+    brif v3, block1, block2
+block1:
+    v4 = iconst.i64 {taken}
+    return v4
+block2:
+    v5 = uextend.i64 v1
+    return v5
+}}"
+        )
+    };
+    let original = module_from_text(&body(7), &[]);
+    let (_, report) = merged(&original, Mode::Safe);
+    let corrupted = module_from_text(&body(8), &[]);
+    let v = verify_merge(&original, &corrupted, &report, &VerifyOptions::default());
+    assert!(
+        !v.is_ok(),
+        "the taken side of icmp eq is never run: {}",
+        v.summary()
+    );
+}
+
+/// The share of all corrupted bodies (whose original ran to the end) the mutation check must
+/// see reported. The issue asks for 95 %; measured over 96 modules: 86.5 % (422 of 488), and
+/// 99.5 % of those some tuple tells apart (docs/testing.md says what the rest are).
+const REPORTED_OF_ALL: usize = 85;
+
+/// A few modules, in every `cargo test` (seconds).
 #[test]
 fn mutated_merged_bodies_are_reported() {
     let n = cases(6);
     let (_, applied, caught, distinct) = mutation_check(n);
     assert!(applied >= n, "only {applied} corruptions applied");
     assert!(
-        caught * 100 >= applied * 80,
+        caught * 100 >= applied * REPORTED_OF_ALL,
         "only {caught} of {applied} caught"
     );
     assert!(
@@ -1767,7 +1873,7 @@ fn mutated_merged_bodies_many_are_reported() {
     let n = cases(96);
     let (_, applied, caught, distinct) = mutation_check(n);
     assert!(
-        caught * 100 >= applied * 80,
+        caught * 100 >= applied * REPORTED_OF_ALL,
         "only {caught} of {applied} caught"
     );
     assert!(

@@ -1,9 +1,89 @@
 //! The arguments of each run: edge values first, then pseudo-random ones from a seed, so that
 //! the whole check is deterministic; and the hashing that the imports' results come from.
+//!
+//! Random numbers rarely take the other side of `icmp eq v0, 1234` or reach the fifth entry of
+//! a `br_table`: a share of the random arguments are *steering values* instead, the constants
+//! the function tests its parameters for equality with, and the indices it switches over.
 
 use cranelift_codegen::data_value::DataValue;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
-use cranelift_codegen::ir::{Type, types};
+use cranelift_codegen::ir::{Function, InstructionData, Opcode, Type, Value, ValueDef, types};
+use std::collections::BTreeSet;
+
+/// Steering values kept per function at most.
+const MAX_STEERING: usize = 64;
+
+/// The integer constants `func` tests one of its parameters for equality with, and the indices of a `br_table` over a parameter (every entry and the first one
+/// past them): in increasing order, at most [`MAX_STEERING`]. Only what random numbers miss:
+/// both sides of `v0 < 1000` are taken by small and by random arguments, one side of
+/// `v0 == 1234` only by 1234. Only tests of parameters (or their extensions, truncations and
+/// masks): a loop's bound compared with its counter says nothing of the arguments, and as one
+/// it makes loops run out of fuel (ordered comparisons as well: lengths as large as the
+/// bounds a function checks them against).
+pub(super) fn steering_values(func: &Function) -> Vec<i128> {
+    let mut found = BTreeSet::new();
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            match func.dfg.insts[inst] {
+                InstructionData::IntCompare {
+                    args,
+                    cond: IntCC::Equal | IntCC::NotEqual,
+                    ..
+                } => {
+                    for (c, other) in [(args[0], args[1]), (args[1], args[0])] {
+                        if let Some(c) = constant(func, c)
+                            && is_from_parameter(func, other, 3)
+                        {
+                            found.insert(c);
+                        }
+                    }
+                }
+                InstructionData::BranchTable { arg, table, .. }
+                    if is_from_parameter(func, arg, 3) =>
+                {
+                    let len = func.dfg.jump_tables[table].as_slice().len();
+                    found.extend(0..=len.min(MAX_STEERING) as i128);
+                }
+                _ => {}
+            }
+        }
+    }
+    found.into_iter().take(MAX_STEERING).collect()
+}
+
+/// The integer constant `v` is, when it is one.
+fn constant(func: &Function, v: Value) -> Option<i128> {
+    let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
+        return None;
+    };
+    match func.dfg.insts[inst] {
+        InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        } => Some(i128::from(imm.bits())),
+        _ => None,
+    }
+}
+
+/// Whether `v` is a parameter of `func`, or (up to `depth` steps) an extension, truncation or
+/// mask of one.
+fn is_from_parameter(func: &Function, v: Value, depth: u32) -> bool {
+    match func.dfg.value_def(func.dfg.resolve_aliases(v)) {
+        ValueDef::Param(block, _) => Some(block) == func.layout.entry_block(),
+        ValueDef::Result(inst, _) if depth > 0 => {
+            matches!(
+                func.dfg.insts[inst].opcode(),
+                Opcode::Uextend | Opcode::Sextend | Opcode::Ireduce | Opcode::Band
+            ) && func
+                .dfg
+                .inst_args(inst)
+                .iter()
+                .any(|&a| is_from_parameter(func, a, depth - 1))
+        }
+        _ => false,
+    }
+}
 
 /// A value of type `ty` made of `lo` (and `hi` for 128 bits).
 pub(super) fn value_of_bits(ty: Type, lo: u64, hi: u64) -> Option<DataValue> {
@@ -35,9 +115,16 @@ fn splat(ty: Type, lane: &DataValue) -> DataValue {
 }
 
 /// Arguments of run number `run`: the first tuples are edge values for every parameter (0, 1,
-/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, or random bits;
-/// only small non-negative numbers when `small`.
-pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) -> Vec<DataValue> {
+/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, one of the
+/// function's `steering` values (integers), or random bits; only small non-negative numbers
+/// when `small`.
+pub(super) fn arguments(
+    types: &[Type],
+    run: usize,
+    small: bool,
+    steering: &[i128],
+    rng: &mut Rng,
+) -> Vec<DataValue> {
     const UNIFORM: usize = 6;
     types
         .iter()
@@ -67,6 +154,13 @@ pub(super) fn arguments(types: &[Type], run: usize, small: bool, rng: &mut Rng) 
                     } else {
                         value
                     }
+                }
+                6..=7 if ty.is_int() && !steering.is_empty() => {
+                    // As many draws as random bits take: the arguments after it are the same
+                    // as without steering values.
+                    let (pick, _) = (rng.next(), rng.next());
+                    let x = steering[(pick % steering.len() as u64) as usize] as u128;
+                    value_of_bits(ty, x as u64, (x >> 64) as u64).expect("an integer type")
                 }
                 _ => {
                     let (lo, hi) = (rng.next(), rng.next());
@@ -123,6 +217,7 @@ fn edge_values(ty: Type) -> Vec<DataValue> {
 }
 
 /// splitmix64.
+#[derive(Clone)]
 pub(super) struct Rng(u64);
 
 impl Rng {

@@ -44,7 +44,9 @@
 //!   arguments, then no more.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
-//! (all 0, 1, -1, MIN, MAX, NaN for floats): the whole check is deterministic.
+//! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
+//! the function tests a parameter for equality with and the indices it switches over, which
+//! random numbers miss (`inputs.rs`). The whole check is deterministic.
 //!
 //! So a run is known without running it twice when nothing it reaches changed: the original
 //! side records every name and address slot it resolved to a function (`Machine`), and when
@@ -71,7 +73,7 @@ use crate::pass::MergeReport;
 use crate::policy::Action;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv, mix};
+use inputs::{Rng, arguments, fnv, mix, steering_values};
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -272,6 +274,7 @@ fn check_function<'a>(
     let func = &mf.func;
     let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
+    let steering = steering_values(func);
     let mut inconclusive = 0;
     let merged_options = options.for_merged_side();
     let runs_before = out.runs;
@@ -281,9 +284,11 @@ fn check_function<'a>(
             out.cut_short += 1;
             break;
         }
-        let args = arguments(&types, run, inconclusive >= 2, &mut rng);
+        let small = inconclusive >= 2;
+        let plain = arguments(&types, run, small, &[], &mut rng.clone());
+        let steered = arguments(&types, run, small, &steering, &mut rng);
         let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
-        let a = sides[0].run(func, &args, options, memory_seed);
+        let (args, a) = run_original(&mut sides[0], func, steered, plain, options, memory_seed);
         out.runs += 1;
         if a.outcome.is_inconclusive() {
             // Inconclusive whatever the merged side does: not run (the costliest runs).
@@ -318,6 +323,32 @@ fn check_function<'a>(
     let runs = out.runs - runs_before;
     let incomplete = out.inconclusive + out.unsupported - incomplete_before;
     out.count_coverage(runs, incomplete, options.runs);
+}
+
+/// The original side of a run: on the `steered` arguments when they differ from the `plain`
+/// ones and that run ends within a quarter of the fuel, else on the `plain` ones (steering
+/// values take a run where random ones do not; where that is a loop too long to check, the
+/// run is what it would have been without them). The arguments run, and the run.
+fn run_original<'a>(
+    side: &mut Side<'a>,
+    func: &'a Function,
+    steered: Vec<DataValue>,
+    plain: Vec<DataValue>,
+    options: &VerifyOptions,
+    memory_seed: u64,
+) -> (Vec<DataValue>, Run) {
+    if steered.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
+        let attempt = VerifyOptions {
+            fuel: options.fuel / 4,
+            ..options.clone()
+        };
+        let run = side.run(func, &steered, &attempt, memory_seed);
+        if !run.outcome.is_inconclusive() {
+            return (steered, run);
+        }
+    }
+    let run = side.run(func, &plain, options, memory_seed);
+    (plain, run)
 }
 
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for

@@ -15,6 +15,7 @@
 //!   not fault may trap) are not changed, nor the trap code of an access (it shows only when
 //!   the access faults).
 
+use super::demanded::{DemandedParams, change_is_undemanded, demanded_values};
 use super::r#gen::Choices;
 use super::mutate::{Kind, mutate_one_field, reachable_insts};
 use clif_merge::verify::{VerifyOptions, run_function};
@@ -47,14 +48,18 @@ pub const INSTRUCTION_KINDS: [Kind; 12] = [
 /// Which parameters of each function of a module some path observes.
 pub struct LiveParams {
     by_name: BTreeMap<FuncName, Vec<bool>>,
+    /// Which bits of each parameter some path observes (see `demanded.rs`).
+    demanded: DemandedParams,
 }
 
 impl LiveParams {
     /// The fixed point over the module: a parameter is live when its function observes it,
-    /// directly or through a live parameter of a function it calls.
-    pub fn of(module: &ClifModule) -> LiveParams {
+    /// directly or through a live parameter of a function it calls. `module` as the check runs
+    /// it, whose functions of `entries` the check calls with any arguments.
+    pub fn of(module: &ClifModule, entries: &ClifModule) -> LiveParams {
         let mut params = LiveParams {
             by_name: BTreeMap::new(),
+            demanded: DemandedParams::of(module, entries),
         };
         for mf in module.functions() {
             let n = mf.func.signature.params.len();
@@ -465,6 +470,7 @@ pub fn corrupt_live(
     reached: &mut dyn FnMut(&Function, Inst) -> bool,
 ) -> Option<(Kind, Function)> {
     let live = live_values(func, module, params);
+    let demand = demanded_values(func, module, &params.demanded);
     for attempt in 0..48 {
         let kind = INSTRUCTION_KINDS[(ch.below(INSTRUCTION_KINDS.len()) + attempt) % 12];
         let Some(mutant) = mutate_one_field(func, kind, ch) else {
@@ -476,6 +482,7 @@ pub fn corrupt_live(
         if change_is_live(func, &mutant, inst, module, params, &live)
             && flag_change_shows(func, &mutant, inst, kind)
             && !locally_equivalent(func, &mutant, inst)
+            && !change_is_undemanded(func, &mutant, inst, &demand)
             && reached(&mutant, inst)
         {
             return Some((kind, mutant));

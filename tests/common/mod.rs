@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod canon;
+pub mod demanded;
 pub mod genmod;
 pub mod live;
 // `gen` is a reserved word in edition 2024, hence the raw identifier (the file is `gen.rs`).

@@ -1,0 +1,461 @@
+//! Demanded bits (as LLVM's `DemandedBits`): which bits of each value some path of a module may
+//! observe, so that the mutation check of `--verify` can prove a corruption equivalent by
+//! construction and leave it out — a change of bits nothing demands cannot show, whatever the
+//! inputs (`iconst -1` made `iconst -4294967297`, added to a value that every callee masks
+//! with `band _, 3`).
+//!
+//! The analysis over-approximates: a bit is demanded unless every use is known not to look
+//! at it. Observable uses (a return, a store, a call that is not run, an indirect call's
+//! address, a branch or trap condition, an operand of an instruction that may trap) demand
+//! every bit; a call to a function of the module demands what the callee's parameter demands
+//! (a least fixed point over the module); a block argument what the block parameter demands;
+//! a pure operation what its result's demanded bits need of the operand (`iadd`: the bits up
+//! to the highest demanded one; `band x, 3`: bits 0 and 1 of `x`; `ireduce`: the low bits;
+//! anything else: all bits once any bit of the result is demanded).
+
+use super::mutate::reachable_insts;
+use clif_merge::{ClifModule, FuncName};
+use cranelift_codegen::ir::{
+    Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, immediates::Imm64,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The demanded bits of the entry parameters of every function of a module.
+pub struct DemandedParams {
+    by_name: BTreeMap<FuncName, Vec<u128>>,
+    /// The functions whose address a parameter may hold, for the parameters that only ever
+    /// hold function addresses (see [`indirect_targets`]).
+    targets: BTreeMap<(FuncName, usize), BTreeSet<FuncName>>,
+}
+
+impl DemandedParams {
+    /// The least fixed point over `module` (as the check runs it), whose functions of `entries`
+    /// the check calls with any arguments: nothing demanded, then grown until stable.
+    pub fn of(module: &ClifModule, entries: &ClifModule) -> DemandedParams {
+        let mut params = DemandedParams {
+            by_name: module
+                .functions()
+                .map(|mf| (mf.name.clone(), vec![0; mf.func.signature.params.len()]))
+                .collect(),
+            targets: indirect_targets(module, entries),
+        };
+        loop {
+            let mut changed = false;
+            for mf in module.functions() {
+                let demand = demanded_values(&mf.func, module, &params);
+                let Some(entry) = mf.func.layout.entry_block() else {
+                    continue;
+                };
+                let now: Vec<u128> = mf
+                    .func
+                    .dfg
+                    .block_params(entry)
+                    .iter()
+                    .map(|v| demand.get(v).copied().unwrap_or(0))
+                    .collect();
+                let before = params.by_name.get_mut(&mf.name).unwrap();
+                if *before != now {
+                    *before = now;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return params;
+            }
+        }
+    }
+
+    /// What argument `k` of a call to `callee` demands: all of `full` for a function the
+    /// module does not define.
+    fn argument(
+        &self,
+        module: &ClifModule,
+        callee: Option<FuncName>,
+        k: usize,
+        full: u128,
+    ) -> u128 {
+        let defined = callee.and_then(|name| module.resolve(&name).map(|id| module.function(id)));
+        defined
+            .and_then(|mf| self.by_name.get(&mf.name))
+            .and_then(|p| p.get(k).copied())
+            .map_or(full, |d| d & full)
+    }
+}
+
+/// The parameters of `module`'s functions that only ever hold the address of a function of the
+/// module, with those functions: a parameter of a function that the check never calls itself
+/// (not in `entries`), whose address is never taken (no `func_addr`, `symbol_value` or alias
+/// of it), and to which every call of the module passes a `func_addr` there. (A shared body of
+/// similar merging, to which each member passes its callee's address.)
+fn indirect_targets(
+    module: &ClifModule,
+    entries: &ClifModule,
+) -> BTreeMap<(FuncName, usize), BTreeSet<FuncName>> {
+    let defined = |name: &FuncName| {
+        module
+            .resolve(name)
+            .map(|id| module.function(id).name.clone())
+    };
+    let mut taken: BTreeSet<FuncName> = BTreeSet::new();
+    let mut passed: BTreeMap<(FuncName, usize), Option<BTreeSet<FuncName>>> = BTreeMap::new();
+    for alias in module.aliases() {
+        taken.extend([&alias.name, &alias.target].into_iter().filter_map(defined));
+    }
+    for mf in module.functions() {
+        let func = &mf.func;
+        for gv in func.global_values.values() {
+            if let cranelift_codegen::ir::GlobalValueData::Symbol { name, .. } = gv {
+                taken.extend(FuncName::of_external(name, func).as_ref().and_then(defined));
+            }
+        }
+        for block in func.layout.blocks() {
+            for inst in func.layout.block_insts(block) {
+                match func.dfg.insts[inst] {
+                    InstructionData::FuncAddr { func_ref, .. } => taken.extend(
+                        FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+                            .as_ref()
+                            .and_then(defined),
+                    ),
+                    InstructionData::Call { .. } => {
+                        let Some(callee) = callee_of(func, inst).as_ref().and_then(defined) else {
+                            continue;
+                        };
+                        for (k, &arg) in func.dfg.inst_args(inst).iter().enumerate() {
+                            let target = address_of(func, arg).as_ref().and_then(defined);
+                            let set = passed
+                                .entry((callee.clone(), k))
+                                .or_insert_with(|| Some(BTreeSet::new()));
+                            match (target, set.as_mut()) {
+                                (Some(t), Some(s)) => {
+                                    s.insert(t);
+                                }
+                                _ => *set = None,
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    passed
+        .into_iter()
+        .filter(|((callee, _), _)| entries.resolve(callee).is_none() && !taken.contains(callee))
+        .filter_map(|(key, set)| Some((key, set?)))
+        .collect()
+}
+
+/// All the bits of a value of type `ty`.
+fn full_mask(ty: Type) -> u128 {
+    match ty.bits() {
+        0 => 0,
+        b if b >= 128 => u128::MAX,
+        b => (1u128 << b) - 1,
+    }
+}
+
+/// The bits from 0 to the highest bit of `d` (what an addition's result bits `d` need).
+fn up_to_highest(d: u128) -> u128 {
+    match d {
+        0 => 0,
+        _ => u128::MAX >> d.leading_zeros(),
+    }
+}
+
+/// The integer constant `v` is, when it is one (its bits in its type).
+fn constant(func: &Function, v: Value) -> Option<u128> {
+    let v = func.dfg.resolve_aliases(v);
+    let ValueDef::Result(inst, _) = func.dfg.value_def(v) else {
+        return None;
+    };
+    match func.dfg.insts[inst] {
+        InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        } => Some(imm_bits(imm) & full_mask(func.dfg.value_type(v))),
+        _ => None,
+    }
+}
+
+fn imm_bits(imm: Imm64) -> u128 {
+    imm.bits() as u64 as u128
+}
+
+/// Bits known to be zero in `v` (a few levels of constants, masks and zero extensions).
+fn known_zero(func: &Function, v: Value, depth: u32) -> u128 {
+    let v = func.dfg.resolve_aliases(v);
+    let full = full_mask(func.dfg.value_type(v));
+    if let Some(c) = constant(func, v) {
+        return !c & full;
+    }
+    let ValueDef::Result(inst, _) = func.dfg.value_def(v) else {
+        return 0;
+    };
+    if depth == 0 {
+        return 0;
+    }
+    let args = func.dfg.inst_args(inst);
+    match func.dfg.insts[inst].opcode() {
+        Opcode::Band => known_zero(func, args[0], depth - 1) | known_zero(func, args[1], depth - 1),
+        Opcode::Uextend => full & !full_mask(func.dfg.value_type(args[0])),
+        _ => 0,
+    }
+}
+
+/// Whether an operand of `op` is observed whatever the result: the instruction has an effect
+/// of its own (stores, traps, calls, branches, returns).
+fn observed_anyway(op: Opcode) -> bool {
+    op.is_call()
+        || op.is_branch()
+        || op.is_terminator()
+        || op.can_trap()
+        || op.can_store()
+        || op.can_load()
+        || op.other_side_effects()
+}
+
+/// The bits of operand `k` of the pure instruction `inst` that its result's demanded bits `d`
+/// need.
+fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
+    let args = func.dfg.inst_args(inst);
+    let ty = func.dfg.value_type(args[k]);
+    let full = full_mask(ty);
+    if d == 0 {
+        return 0;
+    }
+    let other = || args[1 - k];
+    let shift = || constant(func, args[1]).map(|s| (s % u128::from(ty.bits().max(1))) as u32);
+    match func.dfg.insts[inst].opcode() {
+        Opcode::Iadd | Opcode::Isub | Opcode::Imul | Opcode::Ineg => up_to_highest(d) & full,
+        Opcode::Bxor | Opcode::Bnot => d & full,
+        Opcode::Band if args.len() == 2 => d & full & !known_zero(func, other(), 4),
+        Opcode::Bor if args.len() == 2 => d & full & !constant(func, other()).unwrap_or(0),
+        Opcode::Ireduce | Opcode::Uextend => d & full,
+        Opcode::Sextend => {
+            let sign = 1u128 << (ty.bits() - 1);
+            (d & full) | if d & !full != 0 { sign } else { 0 }
+        }
+        Opcode::Ishl if k == 0 => match shift() {
+            Some(s) => (d >> s) & full,
+            None => full,
+        },
+        Opcode::Ushr if k == 0 => match shift() {
+            Some(s) => (d << s) & full,
+            None => full,
+        },
+        Opcode::Select if k > 0 => d & full,
+        _ => full,
+    }
+}
+
+/// The demanded bits of every value of `func` (absent: none), given what the parameters of
+/// the module's functions demand.
+pub fn demanded_values(
+    func: &Function,
+    module: &ClifModule,
+    params: &DemandedParams,
+) -> HashMap<Value, u128> {
+    let insts = reachable_insts(func);
+    let mut demand: HashMap<Value, u128> = HashMap::new();
+    let get = |demand: &HashMap<Value, u128>, v: Value| {
+        demand
+            .get(&func.dfg.resolve_aliases(v))
+            .copied()
+            .unwrap_or(0)
+    };
+    loop {
+        let mut changed = false;
+        let mut add = |demand: &mut HashMap<Value, u128>, v: Value, bits: u128| {
+            if bits == 0 {
+                return;
+            }
+            let entry = demand.entry(func.dfg.resolve_aliases(v)).or_insert(0);
+            if *entry | bits != *entry {
+                *entry |= bits;
+                changed = true;
+            }
+        };
+        for &inst in insts.iter().rev() {
+            let dfg = &func.dfg;
+            let op = dfg.insts[inst].opcode();
+            let args = dfg.inst_args(inst);
+            let result_demand = dfg
+                .inst_results(inst)
+                .iter()
+                .fold(0, |acc, &r| acc | get(&demand, r));
+            for (k, &a) in args.iter().enumerate() {
+                let full = full_mask(dfg.value_type(a));
+                let bits = match op {
+                    Opcode::Call | Opcode::ReturnCall => {
+                        params.argument(module, callee_of(func, inst), k, full)
+                    }
+                    Opcode::CallIndirect | Opcode::ReturnCallIndirect if k > 0 => {
+                        match possible_callees(func, args[0], params) {
+                            Some(callees) => callees.iter().fold(0, |acc, callee| {
+                                acc | params.argument(module, Some(callee.clone()), k - 1, full)
+                            }),
+                            None => full,
+                        }
+                    }
+                    _ if observed_anyway(op) => full,
+                    _ => operand_demand(func, inst, k, result_demand),
+                };
+                add(&mut demand, a, bits);
+            }
+            for call in dfg.insts[inst].branch_destination(&dfg.jump_tables, &dfg.exception_tables)
+            {
+                let block = call.block(&dfg.value_lists);
+                let block_params = dfg.block_params(block);
+                for (i, arg) in call.args(&dfg.value_lists).enumerate() {
+                    if let (cranelift_codegen::ir::BlockArg::Value(v), Some(&p)) =
+                        (arg, block_params.get(i))
+                    {
+                        let bits = get(&demand, p);
+                        add(&mut demand, v, bits);
+                    }
+                }
+            }
+        }
+        if !changed {
+            return demand;
+        }
+    }
+}
+
+/// The callee's name of a direct call `inst`.
+fn callee_of(func: &Function, inst: Inst) -> Option<FuncName> {
+    match func.dfg.insts[inst] {
+        InstructionData::Call { func_ref, .. } => {
+            FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+        }
+        _ => None,
+    }
+}
+
+/// The functions an indirect call through `v` in `func` may run, when they are known: the one
+/// whose address `v` is, those an entry parameter of `func` may hold, or those of either
+/// operand of a `select`.
+fn possible_callees(func: &Function, v: Value, params: &DemandedParams) -> Option<Vec<FuncName>> {
+    if let Some(name) = address_of(func, v) {
+        return Some(vec![name]);
+    }
+    match func.dfg.value_def(func.dfg.resolve_aliases(v)) {
+        ValueDef::Param(block, i) if Some(block) == func.layout.entry_block() => {
+            let set = params.targets.get(&(FuncName::of_function(func), i))?;
+            Some(set.iter().cloned().collect())
+        }
+        ValueDef::Result(inst, _) if func.dfg.insts[inst].opcode() == Opcode::Select => {
+            let args = func.dfg.inst_args(inst);
+            let mut both = possible_callees(func, args[1], params)?;
+            both.extend(possible_callees(func, args[2], params)?);
+            Some(both)
+        }
+        _ => None,
+    }
+}
+
+/// The function whose address `v` is, when it is a `func_addr` of a name.
+fn address_of(func: &Function, v: Value) -> Option<FuncName> {
+    let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
+        return None;
+    };
+    match func.dfg.insts[inst] {
+        InstructionData::FuncAddr { func_ref, .. } => {
+            FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)
+        }
+        _ => None,
+    }
+}
+
+/// The bits in which the value `a` of `func` may differ from `b` of `mutant` (the operand
+/// before and after a change): their difference for two constants, the bits a mask clears
+/// when one is the other masked (`band b, 3` against `b`), else all.
+fn operand_difference(func: &Function, a: Value, mutant: &Function, b: Value) -> u128 {
+    let full = full_mask(func.dfg.value_type(a));
+    if let (Some(x), Some(y)) = (constant(func, a), constant(mutant, b)) {
+        return x ^ y;
+    }
+    let masked = |f: &Function, v: Value, other: Value| -> Option<u128> {
+        let ValueDef::Result(inst, _) = f.dfg.value_def(f.dfg.resolve_aliases(v)) else {
+            return None;
+        };
+        let args = f.dfg.inst_args(inst);
+        (f.dfg.insts[inst].opcode() == Opcode::Band && args.len() == 2)
+            .then(|| {
+                (0..2).find_map(|k| {
+                    (f.dfg.resolve_aliases(args[k]) == other)
+                        .then(|| constant(f, args[1 - k]))
+                        .flatten()
+                })
+            })
+            .flatten()
+            .map(|c| !c & full)
+    };
+    masked(func, a, b)
+        .or_else(|| masked(mutant, b, a))
+        .unwrap_or(full)
+}
+
+/// Whether the change of `inst` from `func` to `mutant` (one field, in place) changes no bit
+/// that any path demands, so that no input can tell the two apart: a pure instruction whose
+/// results may differ only in bits `demand` (from [`demanded_values`] over `func`) has none
+/// of. Conservative: false whenever the difference is not known to be that small.
+pub fn change_is_undemanded(
+    func: &Function,
+    mutant: &Function,
+    inst: Inst,
+    demand: &HashMap<Value, u128>,
+) -> bool {
+    let (before, after) = (&func.dfg.insts[inst], &mutant.dfg.insts[inst]);
+    let op = before.opcode();
+    if observed_anyway(op) || observed_anyway(after.opcode()) {
+        return false;
+    }
+    let results = func.dfg.inst_results(inst);
+    if results.len() != 1 || mutant.dfg.inst_results(inst).len() != 1 {
+        return false;
+    }
+    let r = results[0];
+    let full = full_mask(func.dfg.value_type(r));
+    if func.dfg.value_type(r) != mutant.dfg.value_type(mutant.dfg.inst_results(inst)[0]) {
+        return false;
+    }
+    let difference = if let (
+        InstructionData::UnaryImm {
+            imm: x,
+            opcode: Opcode::Iconst,
+        },
+        InstructionData::UnaryImm {
+            imm: y,
+            opcode: Opcode::Iconst,
+        },
+    ) = (before, after)
+    {
+        (imm_bits(*x) ^ imm_bits(*y)) & full
+    } else if before.opcode() == after.opcode() {
+        let (a, b) = (func.dfg.inst_args(inst), mutant.dfg.inst_args(inst));
+        let changed: Vec<usize> = (0..a.len().min(b.len()))
+            .filter(|&k| a[k] != b[k])
+            .collect();
+        match (op, changed.as_slice()) {
+            (Opcode::Iadd | Opcode::Isub | Opcode::Imul, &[k]) if a.len() == b.len() => {
+                // Bits below the lowest differing bit of an operand stay the same.
+                match operand_difference(func, a[k], mutant, b[k]) {
+                    0 => 0,
+                    m => (u128::MAX << m.trailing_zeros()) & full,
+                }
+            }
+            (Opcode::Bxor | Opcode::Band | Opcode::Bor, &[k]) if a.len() == b.len() => {
+                operand_difference(func, a[k], mutant, b[k])
+            }
+            _ => full,
+        }
+    } else {
+        full
+    };
+    let demanded = demand
+        .get(&func.dfg.resolve_aliases(r))
+        .copied()
+        .unwrap_or(0);
+    difference & demanded == 0
+}
