@@ -304,18 +304,15 @@ fn erased_constants(holes: usize) -> String {
     text
 }
 
-/// `.text` bytes of `text` compiled for `target` in `mode`, with `--similar` or without.
-fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
-    text_bytes_with(text, target, mode, similar.then(SimilarOptions::default))
-}
-
-/// `.text` bytes of `text` compiled for `target` in `mode` with `similar`.
-fn text_bytes_with(text: &str, target: &str, mode: Mode, similar: Option<SimilarOptions>) -> u64 {
+/// The pipeline writing an object for `target` in `mode` (machine-code folding on), merging
+/// exactly and, with `similar`, similar functions.
+fn object_options(
+    target: &str,
+    mode: Mode,
+    similar: Option<SimilarOptions>,
+) -> clif_merge::pipeline::PipelineOptions {
     use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-    use clif_merge::pipeline::{PipelineOptions, run};
-    let path = std::path::Path::new("erased.clif");
-    let module = clif_merge::read::read_module_text(path, text, Default::default()).unwrap();
-    let options = PipelineOptions {
+    clif_merge::pipeline::PipelineOptions {
         merge: MergeOptions {
             mode,
             similar,
@@ -330,7 +327,20 @@ fn text_bytes_with(text: &str, target: &str, mode: Mode, similar: Option<Similar
             fold_machine_code: true,
         }),
         ..Default::default()
-    };
+    }
+}
+
+/// `.text` bytes of `text` compiled for `target` in `mode`, with `--similar` or without.
+fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
+    text_bytes_with(text, target, mode, similar.then(SimilarOptions::default))
+}
+
+/// `.text` bytes of `text` compiled for `target` in `mode` with `similar`.
+fn text_bytes_with(text: &str, target: &str, mode: Mode, similar: Option<SimilarOptions>) -> u64 {
+    use clif_merge::pipeline::run;
+    let path = std::path::Path::new("erased.clif");
+    let module = clif_merge::read::read_module_text(path, text, Default::default()).unwrap();
+    let options = object_options(target, mode, similar);
     let out = run(module, &options).expect("the module compiles");
     out.object.expect("an object").report.text_bytes
 }
@@ -541,26 +551,10 @@ fn object_of(
     mode: Mode,
     similar: Option<SimilarOptions>,
 ) -> (Vec<u8>, usize) {
-    use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-    use clif_merge::pipeline::{PipelineOptions, run};
+    use clif_merge::pipeline::run;
     let text = std::fs::read_to_string(path).unwrap();
     let module = clif_merge::read::read_module_text(path, &text, Default::default()).unwrap();
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar,
-            ..MergeOptions::default()
-        },
-        object: Some(ObjectOptions {
-            target: parse_target(arch).unwrap(),
-            opt_level: OptLevel::Speed,
-            isa: IsaSettings::default(),
-            function_sections: false,
-            mode,
-            fold_machine_code: true,
-        }),
-        ..Default::default()
-    };
+    let options = object_options(arch, mode, similar);
     let out = run(module, &options).expect("the module compiles");
     let widest = (out.report.similar.iter().flatten())
         .map(|g| g.parameters)

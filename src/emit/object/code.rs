@@ -122,7 +122,8 @@ pub(super) fn compile_all(
 /// By id, the function each defined function jumps to ([`thunk_target`]), except where the
 /// jumps make a cycle (`%g` forwarding to its own alias, `%p` and `%q` forwarding to each
 /// other): compiled, such functions call each other until the stack overflows; as jumps they
-/// would loop forever. So every function on a cycle stays compiled.
+/// would loop forever. So every function on a cycle stays compiled, one calling itself by name
+/// included.
 fn jumps_off_cycles(module: &ClifModule) -> Vec<Option<FuncName>> {
     let mut jumps: Vec<Option<FuncName>> = vec![None; module.id_count()];
     for (id, mf) in module.iter() {
@@ -178,10 +179,8 @@ fn thunk_target(module: &ClifModule, func: &Function) -> Option<FuncName> {
     if ext.patchable || func.dfg.signatures[ext.signature] != func.signature {
         return None;
     }
-    // A function forwarding to itself recurses until the stack overflows; a jump to itself
-    // would loop instead.
-    let target =
-        FuncName::of_external(&ext.name, func).filter(|t| *t != FuncName::of_function(func))?;
+    // A function forwarding to itself is a cycle of one: `jumps_off_cycles` keeps it compiled.
+    let target = FuncName::of_external(&ext.name, func)?;
     // The callee as defined, where the module defines it: a jump hands over its code, so its
     // signature must be the thunk's too (`-> i8 uext` declared at the call but `-> i8` defined:
     // compiled, the thunk extends the result itself; jumping, nothing would).
