@@ -212,3 +212,38 @@ fn the_cli_names_the_files_of_a_refused_diff() {
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
 }
+
+/// Objects of two targets do not line up: Mach-O names carry a leading `_` that ELF's do not,
+/// and the same function's bytes differ by instruction set. A diff of them listed every function
+/// as gone and come back (or as grown by the other encoding) without a word; it is refused,
+/// naming both targets, in the library and on the command line (exit 1, nothing on stdout).
+#[test]
+fn a_diff_of_two_targets_is_refused() {
+    for (before, after) in [
+        ("x86_64", "x86_64-apple-darwin"),
+        ("x86_64", "aarch64"),
+        ("aarch64-apple-darwin", "x86_64-apple-darwin"),
+    ] {
+        let (b, a) = (basic_object(before), basic_object(after));
+        let err = diff_objects(&b, &a)
+            .expect_err("two targets diffed")
+            .to_string();
+        assert!(
+            err.contains("different targets"),
+            "{before} vs {after}: {err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (bp, ap) = (dir.path().join("before.o"), dir.path().join("after.o"));
+        std::fs::write(&bp, &b).unwrap();
+        std::fs::write(&ap, &a).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_clif-merge"))
+            .arg("diff")
+            .args([&bp, &ap])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{before} vs {after}: {stderr}");
+        assert!(out.stdout.is_empty());
+        assert!(stderr.contains("before.o (before)"), "{stderr}");
+    }
+}

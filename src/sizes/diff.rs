@@ -49,11 +49,12 @@ pub struct ObjectDiff {
     pub text_after: u64,
 }
 
-/// The function symbols of one object: name to (bytes, the symbol whose code it shares), and
-/// the text sections' bytes.
+/// The function symbols of one object: name to (bytes, the symbol whose code it shares), the
+/// text sections' bytes, and the object's target (format and architecture, e.g. `ELF x86_64`).
 struct TextSymbols {
     symbols: BTreeMap<String, (u64, Option<String>)>,
     text_bytes: u64,
+    target: String,
 }
 
 /// The difference between the objects `before` and `after` (their bytes).
@@ -62,6 +63,13 @@ pub fn diff_objects(before: &[u8], after: &[u8]) -> Result<ObjectDiff, ObjectErr
         text_symbols(bytes).map_err(|e| ObjectError::write(format!("the object {which}: {e}")))
     };
     let (b, a) = (read(before, "before")?, read(after, "after")?);
+    if b.target != a.target {
+        return Err(ObjectError::write(format!(
+            "the objects are for different targets ({} before, {} after): a diff lines up one \
+             target's builds by symbol name",
+            b.target, a.target
+        )));
+    }
     let names: BTreeSet<&String> = b.symbols.keys().chain(a.symbols.keys()).collect();
     let mut symbols: Vec<SymbolChange> = names
         .into_iter()
@@ -98,6 +106,7 @@ fn text_symbols(bytes: &[u8]) -> Result<TextSymbols, ObjectError> {
     let mut out = TextSymbols {
         symbols: BTreeMap::new(),
         text_bytes: 0,
+        target: format!("{:?} {:?}", file.format(), file.architecture()),
     };
     // By section: every function symbol's (address, name, size).
     let mut by_section: BTreeMap<usize, Vec<(u64, String, u64)>> = BTreeMap::new();
