@@ -1,9 +1,9 @@
 //! Branch protection in objects: with aarch64's `use_bti`, every function another object may
 //! call through a pointer starts with a landing pad (`bti c`, `bti jc`, or a `paci[ab]sp`, which
 //! is one too); an indirect call (`blr`) to a function without one faults on a guarded page.
-//! `MergingModule` keeps the compiled thunk where BTI is on (`src/merging_module/jump.rs`: "no
-//! landing pad is needed" is one of its rules); the object writer must do the same for its
-//! one-jump thunks (`src/emit/object/code.rs`, `target.rs`) and its machine-code folding.
+//! The object writer's one-jump thunks and machine-code folding (`src/emit/object/code.rs`,
+//! `target.rs`) and `MergingModule`'s thunks (`src/merging_module/jump.rs`) are `bti c; b`
+//! there.
 
 use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::pipeline::{PipelineOptions, run};
@@ -12,6 +12,8 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
 use std::path::Path;
 use std::process::Command;
 
+#[path = "common/build.rs"]
+mod build;
 #[path = "common/link.rs"]
 mod link;
 
@@ -202,5 +204,65 @@ fn with_bti_a_merged_function_called_through_a_pointer_runs() {
         "the kept function, through a pointer under BTI"
     );
     let thunk = call_through_a_pointer_with_bti(&object, "fact1").unwrap();
+    assert_eq!(thunk, Some(120), "the thunk, through a pointer under BTI");
+}
+
+/// `MergingModule` writes its thunks as `bti c; b` too: an object of `fact0` and `fact1` (equal:
+/// `x * 24`, so 5 gives 120) built through it for aarch64 with `use_bti`, linked with
+/// `-z force-bti`, and both called through a pointer; the thunk `fact1` is the 8 bytes.
+#[test]
+fn with_bti_a_merging_module_thunk_called_through_a_pointer_runs() {
+    use cranelift_codegen::ir::{AbiParam, InstBuilder, types};
+    use cranelift_codegen::settings::{self, Configurable};
+    use cranelift_module::{Linkage, Module, default_libcall_names};
+    use cranelift_object::{ObjectBuilder, ObjectModule};
+
+    let mut flags = settings::builder();
+    flags.set("is_pic", "true").unwrap();
+    let mut isa = cranelift_codegen::isa::lookup_by_name("aarch64-unknown-linux-gnu").unwrap();
+    isa.enable("use_bti").unwrap();
+    let isa = isa.finish(settings::Flags::new(flags)).unwrap();
+    let builder = ObjectBuilder::new(isa, "bti", default_libcall_names()).unwrap();
+    let mut module = clif_merge::MergingModule::deferred(ObjectModule::new(builder));
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I32));
+    for name in ["fact0", "fact1"] {
+        let id = module
+            .declare_function(name, Linkage::Export, &sig)
+            .unwrap();
+        build::build(&mut module, id, |b, _, params| {
+            b.ins().imul_imm(params[0], 24)
+        });
+    }
+    let (object, report) = module.finish().unwrap();
+    assert_eq!(report.merged, 1, "{report:?}");
+    let bytes = object.finish().emit().unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let fact1 = file.symbols().find(|s| s.name() == Ok("fact1")).unwrap();
+    let text = file
+        .section_by_index(fact1.section_index().unwrap())
+        .unwrap();
+    let at = (fact1.address() - text.address()) as usize;
+    let code = &text.data().unwrap()[at..at + 8];
+    assert_eq!(
+        code[..4],
+        LANDING_PADS[0].to_le_bytes(),
+        "fact1 starts with bti c"
+    );
+    assert_eq!(
+        u32::from_le_bytes(code[4..].try_into().unwrap()) >> 26,
+        0b000101,
+        "then b"
+    );
+    let Some(kept) = call_through_a_pointer_with_bti(&bytes, "fact0") else {
+        return;
+    };
+    assert_eq!(
+        kept,
+        Some(120),
+        "the kept function, through a pointer under BTI"
+    );
+    let thunk = call_through_a_pointer_with_bti(&bytes, "fact1").unwrap();
     assert_eq!(thunk, Some(120), "the thunk, through a pointer under BTI");
 }

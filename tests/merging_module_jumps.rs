@@ -293,20 +293,27 @@ fn aarch64_jit_thunk_is_one_branch() {
 }
 
 /// With branch protection (aarch64 `use_bti`) a function called indirectly must start with a
-/// landing pad, which a branch is not: the thunk stays compiled, starting with `bti c`.
+/// landing pad, which a branch is not: the thunk is `bti c; b a`, 8 bytes, as the object
+/// writer's.
 #[test]
-fn aarch64_jit_with_bti_keeps_the_compiled_thunk() {
+fn aarch64_jit_with_bti_thunk_is_a_landing_pad_and_a_jump() {
     const BTI_C: u32 = 0xd503_245f;
     for timing in [Timing::Eager, Timing::Deferred] {
         let jit = JITModule::new(JITBuilder::with_isa(
             isa("aarch64-unknown-linux-gnu", false, &["use_bti"]),
             default_libcall_names(),
         ));
-        let (jit, [_, b, _]) = jit_pair(jit, timing, CallConv::SystemV, 2, false);
-        let pb = jit.get_finalized_function(b);
-        // SAFETY: every defined function has at least 4 bytes of code, 4-aligned.
-        let word = unsafe { (pb as *const u32).read() };
-        assert_eq!(word, BTI_C, "{timing:?}: {word:#010x}");
+        let (jit, [a, b, _]) = jit_pair(jit, timing, CallConv::SystemV, 2, true);
+        let (pa, pb) = (jit.get_finalized_function(a), jit.get_finalized_function(b));
+        // SAFETY: every defined function has at least 8 bytes of code, 4-aligned.
+        let [pad, jump] = unsafe { [(pb as *const u32).read(), (pb as *const u32).add(1).read()] };
+        assert_eq!(pad, BTI_C, "{timing:?}: {pad:#010x}");
+        let target = aarch64_branch_target(jump, pb as usize + 4);
+        assert_eq!(
+            target,
+            Some(pa as usize),
+            "{timing:?}: {jump:#010x} is `b a`"
+        );
     }
 }
 

@@ -11,9 +11,9 @@
 //!   does for the thunk's caller as the thunk would have).
 //! - **`f` does not read its own frame** (`crate::policy::frame`): a jump is a tail call, `f`
 //!   would see the thunk's caller as its own. The caller never writes a thunk to such a body.
-//! - **No landing pad is needed.** With branch protection (aarch64 `use_bti`) every function
-//!   that may be called indirectly starts with a landing pad (`bti c`, or `paciasp`); a bare
-//!   branch has none.
+//! - **A landing pad where one is needed.** With branch protection (aarch64 `use_bti`) every
+//!   function that may be called indirectly starts with a landing pad, as Cranelift's own code
+//!   does: the thunk is `bti c; b` (8 bytes), as the object writer's.
 //! - **The inner module resolves the relocation, with the reach of the call it replaces.** The
 //!   jump carries the relocation Cranelift gives the compiled thunk's own call to `f` (a
 //!   colocated call: `X86CallPCRel4`, `Arm64Call`, whether or not the code is PIC), so every
@@ -48,19 +48,27 @@ pub(crate) struct Jump {
 }
 
 /// The jump for `isa`'s architecture, with the relocation of a direct call (see the module
-/// docs); None where there is no such jump, or a jump needs a landing pad it has not.
+/// docs), behind a landing pad where branch protection asks for one; None where there is no
+/// such jump.
 pub(crate) fn jump_for(isa: &dyn TargetIsa) -> Option<Jump> {
-    if isa.is_branch_protection_enabled() {
-        return None;
-    }
+    let branch_protection = isa.is_branch_protection_enabled();
     match isa.triple().architecture {
-        // `jmp rel32`; the displacement is relative to the end of the instruction.
-        Architecture::X86_64 => Some(Jump {
+        // `jmp rel32`; the displacement is relative to the end of the instruction. (Cranelift
+        // protects branches on aarch64 only; were it to on x86_64, the jump would need a pad.)
+        Architecture::X86_64 if !branch_protection => Some(Jump {
             bytes: &[0xe9, 0, 0, 0, 0],
             alignment: 1,
             reloc_offset: 1,
             kind: Reloc::X86CallPCRel4,
             addend: -4,
+        }),
+        // `bti c; b imm26`.
+        Architecture::Aarch64(_) if branch_protection => Some(Jump {
+            bytes: &[0x5f, 0x24, 0x03, 0xd5, 0x00, 0x00, 0x00, 0x14],
+            alignment: 4,
+            reloc_offset: 4,
+            kind: Reloc::Arm64Call,
+            addend: 0,
         }),
         // `b imm26`.
         Architecture::Aarch64(_) => Some(Jump {
@@ -169,13 +177,14 @@ mod tests {
         }
     }
 
-    /// A branch is no landing pad: with BTI, thunks stay compiled.
+    /// A branch is no landing pad: with BTI, the jump follows `bti c`, and the relocation is
+    /// the branch's.
     #[test]
-    fn no_jump_with_branch_protection() {
-        assert_eq!(
-            jump_for(&*isa("aarch64-unknown-linux-gnu", &[], &["use_bti"])),
-            None
-        );
+    fn with_branch_protection_the_jump_follows_a_landing_pad() {
+        let jump = jump_for(&*isa("aarch64-unknown-linux-gnu", &[], &["use_bti"])).unwrap();
+        assert_eq!(jump.bytes[..4], 0xd503_245fu32.to_le_bytes());
+        assert_eq!(jump.bytes[4..], 0x1400_0000u32.to_le_bytes());
+        assert_eq!((jump.reloc_offset, jump.kind), (4, Reloc::Arm64Call));
     }
 
     /// Other targets have no jump: their thunks stay compiled.
