@@ -232,7 +232,7 @@ fn with_bti_a_merging_module_thunk_called_through_a_pointer_runs() {
             .declare_function(name, Linkage::Export, &sig)
             .unwrap();
         build::build(&mut module, id, |b, _, params| {
-            b.ins().imul_imm(params[0], 24)
+            b.ins().imul_imm_s(params[0], 24)
         });
     }
     let (object, report) = module.finish().unwrap();
