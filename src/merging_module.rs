@@ -251,6 +251,10 @@ impl<M: Module> MergingModule<M> {
     /// says. A summary for global merging cannot be honoured (its shared bodies need symbols
     /// only the object writer makes): `finish` refuses it ([`crate::Error::Unsupported`]).
     ///
+    /// The inner module is yours to build, with any ISA and flags, as here; an object for a
+    /// target named as on the command line is shorter with `MergingModule::for_object`
+    /// (feature `object`).
+    ///
     /// ```
     /// use clif_merge::cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, types};
     /// use clif_merge::cranelift_codegen::{Context, settings};
