@@ -3,7 +3,7 @@
 
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::TrapCode;
+use cranelift_codegen::ir::{Signature, TrapCode};
 use cranelift_interpreter::step::CraneliftTrap;
 use std::fmt;
 
@@ -154,6 +154,10 @@ impl fmt::Display for Callee {
 pub struct ImportCall {
     /// What was called.
     pub callee: Callee,
+    /// The signature the call site declares: the callee sees its arguments, and the caller
+    /// its results, as its extensions, purposes and convention place them, so two calls of one
+    /// callee with other signatures are other calls.
+    pub signature: Signature,
     /// Its arguments (stack addresses as (slot, offset), see [`Store`]).
     pub args: Vec<DataValue>,
 }
@@ -227,6 +231,7 @@ fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
             x.callee == y.callee
+                && x.signature == y.signature
                 && x.args.len() == y.args.len()
                 && x.args.iter().zip(&y.args).all(|(p, q)| same_value(p, q))
         })
@@ -300,6 +305,7 @@ fn describe_imports(calls: &[ImportCall]) -> String {
                 }
                 write!(f, "{}", c.callee)?;
                 write_values(f, &c.args)?;
+                write!(f, " as {}", c.signature)?;
             }
             write!(f, "]")
         }

@@ -159,7 +159,7 @@ impl<'a> Side<'a> {
                 self.call(pc, callee, values.to_vec(), options, returns_to, imports)
             }
             ControlFlow::ReturnCall(callee, values) => {
-                self.return_call(callee, values.to_vec(), options, returns_to, imports)
+                self.return_call(pc, callee, values.to_vec(), options, returns_to, imports)
             }
             ControlFlow::Return(values) => self.leave(values.to_vec(), returns_to),
             ControlFlow::Trap(trap) => Err(Outcome::Trapped(trap.into())),
@@ -180,13 +180,9 @@ impl<'a> Side<'a> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
                 let args = self.observed(args);
-                let rets = opaque_call(
-                    Callee::Import(name.clone()),
-                    &callee.signature,
-                    args,
-                    imports,
-                )?;
                 let func = self.state.current_frame().function();
+                let sig = call_site_signature(func, pc, callee);
+                let rets = opaque_call(Callee::Import(name.clone()), sig, args, imports)?;
                 self.state
                     .current_frame_mut()
                     .set_all(func.dfg.inst_results(pc), rets);
@@ -213,6 +209,7 @@ impl<'a> Side<'a> {
     /// A tail call: as [`Side::call`], but the current frame is left first.
     fn return_call(
         &mut self,
+        pc: Inst,
         callee: &'a Function,
         args: Vec<DataValue>,
         options: &VerifyOptions,
@@ -222,12 +219,8 @@ impl<'a> Side<'a> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
                 let args = self.observed(args);
-                let rets = opaque_call(
-                    Callee::Import(name.clone()),
-                    &callee.signature,
-                    args,
-                    imports,
-                )?;
+                let sig = call_site_signature(self.state.current_frame().function(), pc, callee);
+                let rets = opaque_call(Callee::Import(name.clone()), sig, args, imports)?;
                 self.leave(rets, returns_to)
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
@@ -378,8 +371,21 @@ fn next_inst(inst: Inst, func: &Function) -> Result<Inst, Outcome> {
         .ok_or_else(|| Outcome::Unsupported("fell off the end of a block".into()))
 }
 
-/// A call to a function that is not run: recorded, and answered with a hash of the callee
-/// and its arguments, one value per return of `sig`.
+/// The signature the call at `pc` declares (its `FuncRef`'s or its `SigRef`'s), or for a call
+/// of another form `callee`'s own.
+fn call_site_signature<'f>(func: &'f Function, pc: Inst, callee: &'f Function) -> &'f Signature {
+    match func.dfg.insts[pc] {
+        InstructionData::Call { func_ref, .. } => {
+            &func.dfg.signatures[func.dfg.ext_funcs[func_ref].signature]
+        }
+        InstructionData::CallIndirect { sig_ref, .. } => &func.dfg.signatures[sig_ref],
+        _ => &callee.signature,
+    }
+}
+
+/// A call to a function that is not run: recorded, and answered with a hash of the callee,
+/// the signature its call site declares (`sig`) and its arguments, one value per return of
+/// `sig`.
 fn opaque_call(
     callee: Callee,
     sig: &Signature,
@@ -387,6 +393,7 @@ fn opaque_call(
     calls: &mut Vec<ImportCall>,
 ) -> Result<Vec<DataValue>, Outcome> {
     let mut h = fnv(callee.to_string().as_bytes());
+    h = mix(h ^ fnv(sig.to_string().as_bytes()));
     for a in &args {
         h = mix(h ^ u64::from(a.ty().bits()) ^ (u64::from(a.ty().is_float()) << 32));
         let mut bytes = [0u8; 16];
@@ -398,7 +405,11 @@ fn opaque_call(
         h = mix(h ^ u64::from_le_bytes(bytes[..8].try_into().unwrap()));
         h = mix(h ^ u64::from_le_bytes(bytes[8..].try_into().unwrap()));
     }
-    calls.push(ImportCall { callee, args });
+    calls.push(ImportCall {
+        callee,
+        signature: sig.clone(),
+        args,
+    });
     sig.returns
         .iter()
         .enumerate()

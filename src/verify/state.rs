@@ -245,18 +245,26 @@ impl<'a> Machine<'a> {
     }
 
     /// The address of the symbol `name` plus `offset`: a function's is its slot's address; any
-    /// other name's is a hash of the name, the same on both sides.
-    fn symbol_address(&self, name: &ExternalName, offset: i64) -> Result<u64, MemoryError> {
+    /// other name's is a hash of the name, the same on both sides. A thread-local symbol
+    /// (`tls`) has an address of its own, another than the plain symbol's.
+    fn symbol_address(
+        &self,
+        name: &ExternalName,
+        offset: i64,
+        tls: bool,
+    ) -> Result<u64, MemoryError> {
         let func = self.get_current_function();
         let base = match name {
             ExternalName::User(_) | ExternalName::TestCase(_)
-                if FuncName::of_external(name, func)
-                    .is_some_and(|n| self.slot_of.contains_key(&n)) =>
+                if !tls
+                    && FuncName::of_external(name, func)
+                        .is_some_and(|n| self.slot_of.contains_key(&n)) =>
             {
                 raw_of(&self.function_address(AddressSize::_64, name)?)
             }
             _ => {
                 let text = name.display(Some(&func.params)).to_string();
+                let text = if tls { format!("tls {text}") } else { text };
                 SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
             }
         };
@@ -508,9 +516,9 @@ impl<'a> State<'a> for Machine<'a> {
                     let base = raw_of(&Address::try_from(value.clone())?);
                     value_of(base.wrapping_add(offset.bits() as u64), *global_type)?
                 }
-                GlobalValueData::Symbol { name, offset, .. } => {
-                    value_of(self.symbol_address(name, offset.bits())?, types::I64)?
-                }
+                GlobalValueData::Symbol {
+                    name, offset, tls, ..
+                } => value_of(self.symbol_address(name, offset.bits(), *tls)?, types::I64)?,
                 // Caught as an unsupported run.
                 GlobalValueData::DynScaleTargetConst { .. } => panic!("dyn_scale_target_const"),
             };
