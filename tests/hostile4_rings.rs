@@ -9,7 +9,10 @@
 //! (more is a wrong merge, fewer a missed one), in every mode, and `verify_merge` must pass.
 
 use clif_merge::verify::{VerifyOptions, verify_merge};
-use clif_merge::{ClifModule, Mode, ReadOptions, merge_module, read_module_text};
+use clif_merge::{
+    ClifModule, Mode, ReadOptions, SimilarOptions, merge_module, merge_module_with,
+    read_module_text,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -174,6 +177,39 @@ fn check(funcs: &[Func]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The same module with similar merging taking every group it finds (rings that differ in
+/// constants share bodies that take them as parameters): what it computes must not change.
+fn check_similar(funcs: &[Func]) -> Result<(), String> {
+    let text = text(funcs);
+    let original = read(&text);
+    let forced = SimilarOptions {
+        min_saving: i64::MIN,
+        ..SimilarOptions::default()
+    };
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let mut merged = original.clone();
+        let (report, _) = merge_module_with(&mut merged, mode, Some(&forced));
+        let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+        if !checked.is_ok() {
+            return Err(format!("{mode:?} --similar: {}\n{text}", checked.summary()));
+        }
+    }
+    Ok(())
+}
+
+/// Similar merging over generated rings (constants 0–2, so most rings are similar) computes
+/// what the input computes, in every mode.
+#[test]
+fn rings_merged_as_similar_compute_the_same() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for _ in 0..30 {
+        let funcs = generate(&mut rng);
+        if let Err(e) = check_similar(&funcs) {
+            panic!("{e}");
+        }
+    }
 }
 
 /// Rings of several lengths, a constant changed deep inside one, self-recursion against a
