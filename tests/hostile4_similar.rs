@@ -5,8 +5,7 @@ use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, merge_module_wit
 use std::path::Path;
 
 fn read() -> ClifModule {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/hostile4/wide_callers.clif");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile4/wide_callers.clif");
     read_files(&[path], ReadOptions::default()).unwrap()
 }
 
