@@ -213,7 +213,7 @@ fn rings_merged_as_similar_compute_the_same() {
 }
 
 /// Rings of several lengths, a constant changed deep inside one, self-recursion against a
-/// twin: the cases written out, then 100 generated modules.
+/// twin: the cases written out, then 60 generated modules.
 #[test]
 fn rings_merge_exactly_as_their_behaviour_says() {
     use Callee::*;
@@ -266,7 +266,7 @@ fn rings_merge_exactly_as_their_behaviour_says() {
         }
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for _ in 0..100 {
+    for _ in 0..60 {
         let funcs = generate(&mut rng);
         if let Err(e) = check(&funcs) {
             panic!("{e}");
