@@ -45,7 +45,6 @@ fn calling_ext(decl: &str, ty: &str) -> String {
 /// models an import call by its callee's name and argument values only, so giving `%g` `%f`'s
 /// body passes. (The merge itself keeps the two apart.)
 #[test]
-#[ignore = "defect: --verify does not see the extension of an import call's argument"]
 fn verify_reports_a_wrong_merge_of_calls_extending_an_argument_otherwise() {
     assert_reported(
         "argument extension",
@@ -59,7 +58,6 @@ fn verify_reports_a_wrong_merge_of_calls_extending_an_argument_otherwise() {
 /// extending callee may rely on the upper bits; the object writer's jump rule was once wrong on
 /// exactly this, see `hostile_jumps`).
 #[test]
-#[ignore = "defect: --verify does not see the extension of an import call's result"]
 fn verify_reports_a_wrong_merge_of_calls_extending_a_result_otherwise() {
     assert_reported(
         "result extension",
@@ -71,7 +69,6 @@ fn verify_reports_a_wrong_merge_of_calls_extending_a_result_otherwise() {
 
 /// And the call's convention: `system_v` against `tail` puts arguments in other places.
 #[test]
-#[ignore = "defect: --verify does not see the calling convention of an import call"]
 fn verify_reports_a_wrong_merge_of_calls_in_another_convention() {
     assert_reported(
         "call convention",
@@ -83,7 +80,6 @@ fn verify_reports_a_wrong_merge_of_calls_in_another_convention() {
 
 /// An indirect call's signature the same way: `(i32 sext)` against `(i32 uext)`.
 #[test]
-#[ignore = "defect: --verify does not see the extension of an indirect call's argument"]
 fn verify_reports_a_wrong_merge_of_indirect_calls_extending_otherwise() {
     let body = |ext: &str| {
         format!(
@@ -101,7 +97,6 @@ fn verify_reports_a_wrong_merge_of_indirect_calls_extending_otherwise() {
 /// A thread-local's address is not the symbol's address (`tls_value` of `%data` against
 /// `symbol_value` of `%data`), but both run as the same value.
 #[test]
-#[ignore = "defect: --verify gives a thread-local symbol the address of the plain symbol"]
 fn verify_reports_a_wrong_merge_of_a_thread_local_and_a_plain_symbol() {
     assert_reported(
         "tls",
