@@ -3,9 +3,9 @@
 //! shared body with the members' values.
 
 use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
-use super::cost::GroupShape;
+use super::cost::{CostModel, GroupShape};
 use super::find::{Member, similar_groups};
-use super::measure::{SizeJudge, Trial};
+use super::measure::{CallerTrial, MEASURED_CALLERS, SizeJudge, Trial};
 use super::params::ParamLayout;
 use super::shared;
 use super::{SimilarGroup, SimilarMember, SimilarOptions};
@@ -84,13 +84,21 @@ pub(super) fn merge_similar(
         ..before_needs
     };
     // With a judge, groups the model prices below the threshold are chosen too: the model errs
-    // both ways (it overprices stack arguments), and the measure decides.
+    // both ways, and the measure decides. Stack arguments it overprices most (their cost at
+    // each call site of a removed member is what Cranelift makes of them there, which the
+    // judge measures): the choice leaves them unpriced, or groups whose callers pass many
+    // would never reach the judge.
+    let judged = options.judge.is_some();
     let choice_options = SimilarOptions {
-        min_saving: (options.min_saving).saturating_sub(if options.judge.is_some() {
-            JUDGED_SLACK
-        } else {
-            0
-        }),
+        min_saving: (options.min_saving).saturating_sub(if judged { JUDGED_SLACK } else { 0 }),
+        cost: CostModel {
+            per_stack_argument: if judged {
+                0
+            } else {
+                options.cost.per_stack_argument
+            },
+            ..options.cost
+        },
         ..options.clone()
     };
     let choice = Choice {
@@ -135,7 +143,8 @@ fn measured(
     judge: &SizeJudge,
     accepted: Vec<Planned>,
 ) -> Vec<Planned> {
-    let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, _, p| {
+    let callers = callers_to_measure(module, removal, &accepted);
+    let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, g, p| {
         let first = &module.function(p.members[0].id).func;
         let shared = shared::shared_body(
             first.clone(),
@@ -157,6 +166,22 @@ fn measured(
                 )
             })
             .collect();
+        let callers = (callers[g].iter())
+            .filter_map(|caller| {
+                let before = &module.function(caller.id).func;
+                let mut after = before.clone();
+                for &(func_ref, m) in &caller.declarations {
+                    let args = arguments(module, p, m);
+                    let sig = shared.signature.clone();
+                    redirect_declaration(&mut after, func_ref, &p.name, sig, &args).ok()?;
+                }
+                Some(CallerTrial {
+                    before,
+                    after,
+                    sites: caller.sites,
+                })
+            })
+            .collect();
         let trial = Trial {
             members: p
                 .members
@@ -166,6 +191,7 @@ fn measured(
             shared,
             thunks,
             removed_call_sites: p.shape.removed_call_sites,
+            callers,
             parameters: p.shape.parameters,
             stack_arguments: p.shape.stack_arguments,
         };
@@ -176,6 +202,91 @@ fn measured(
             let saving = saving.filter(|&s| s >= options.min_saving)?;
             p.measured = Some(saving);
             Some(p)
+        })
+        .collect()
+}
+
+/// A function that calls removed members of one group: its declarations naming them (with
+/// the member's index in the group) and how many calls it makes through them.
+struct Caller {
+    id: FunctionId,
+    declarations: Vec<(FuncRef, usize)>,
+    sites: u64,
+}
+
+/// For each group of `accepted`, the first [`MEASURED_CALLERS`] functions (in output order)
+/// that call its removed members, other than its members (whose bodies the merge replaces).
+fn callers_to_measure(
+    module: &ClifModule,
+    removal: Removal<'_>,
+    accepted: &[Planned],
+) -> Vec<Vec<Caller>> {
+    let mut callers: Vec<Vec<Caller>> = (0..accepted.len()).map(|_| Vec::new()).collect();
+    // Member → (its group, its index there, whether it is removed).
+    let mut member_of: FxHashMap<FunctionId, (usize, usize, bool)> = FxHashMap::default();
+    for (g, p) in accepted.iter().enumerate() {
+        for (i, m) in p.members.iter().enumerate() {
+            member_of.insert(m.id, (g, i, removal.removable(module, m.id)));
+        }
+    }
+    if !member_of.values().any(|&(_, _, removed)| removed) {
+        return callers;
+    }
+    let is_removed = |id: FunctionId| member_of.get(&id).is_some_and(|&(_, _, r)| r);
+    let found = parallel::map(
+        module.ids(),
+        || (),
+        |_, _, &id| {
+            let func = &module.function(id).func;
+            let declarations = declarations_naming(module, func, &is_removed);
+            let calls = if declarations.is_empty() {
+                Vec::new()
+            } else {
+                calls_in(func)
+            };
+            (declarations, calls)
+        },
+    );
+    for (&id, (declarations, calls)) in module.ids().iter().zip(found) {
+        for (func_ref, callee) in declarations {
+            let (g, m, _) = member_of[&callee];
+            let own = member_of.get(&id).is_some_and(|&(of, _, _)| of == g);
+            if own
+                || callers[g].len() >= MEASURED_CALLERS
+                    && callers[g].last().is_none_or(|c| c.id != id)
+            {
+                continue;
+            }
+            let sites = calls.iter().filter(|(f, _)| *f == func_ref).count() as u64;
+            match callers[g].last_mut() {
+                Some(caller) if caller.id == id => {
+                    caller.declarations.push((func_ref, m));
+                    caller.sites += sites;
+                }
+                _ => callers[g].push(Caller {
+                    id,
+                    declarations: vec![(func_ref, m)],
+                    sites,
+                }),
+            }
+        }
+    }
+    callers
+}
+
+/// The declarations of `func` that name a function `wanted` accepts, with that function.
+fn declarations_naming(
+    module: &ClifModule,
+    func: &Function,
+    wanted: &impl Fn(FunctionId) -> bool,
+) -> Vec<(FuncRef, FunctionId)> {
+    func.dfg
+        .ext_funcs
+        .iter()
+        .filter_map(|(func_ref, ext)| {
+            let callee = module.lookup_external(&ext.name, func)?;
+            let callee = module.resolve_symbol(callee)?;
+            wanted(callee).then_some((func_ref, callee))
         })
         .collect()
 }
@@ -477,17 +588,9 @@ fn redirect_callers(
 ) {
     // The declarations that name a removed member (its address is not taken, so every use is
     // a call that can take arguments).
-    let declarations_in = |module: &ClifModule, func: &Function| -> Vec<(FuncRef, FunctionId)> {
-        func.dfg
-            .ext_funcs
-            .iter()
-            .filter_map(|(func_ref, ext)| {
-                let callee = module.lookup_external(&ext.name, func)?;
-                let callee = module.resolve_symbol(callee)?;
-                redirect.contains_key(&callee).then_some((func_ref, callee))
-            })
-            .collect()
-    };
+    let removed = |id: FunctionId| redirect.contains_key(&id);
+    let declarations_in =
+        |module: &ClifModule, func: &Function| declarations_naming(module, func, &removed);
     let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
     let found: Vec<Vec<(FuncRef, FunctionId)>> = parallel::map(
         &ids,
