@@ -264,9 +264,8 @@ impl Choice<'_> {
             parameters: 1,
             stack_arguments: group.fewest_stack_arguments,
         };
-        let cost = &self.options.cost;
         let alone = Counts::default().with(group, m);
-        cost.saving(&shape(alone)) > cost.saving(&shape(Counts::default()))
+        self.price(&shape(alone)) > self.price(&shape(Counts::default()))
     }
 
     /// Whether merging `subgroup` fits and saves at least the threshold.
@@ -293,7 +292,22 @@ impl Choice<'_> {
                 .registers
                 .stack_arguments(&group.signature, types) as u64,
         };
-        Some(self.options.cost.saving(&shape))
+        Some(self.price(&shape))
+    }
+
+    /// The model's saving of `shape`. With a judge, the stack arguments that the call sites of
+    /// removed members pass are left unpriced: the judge compiles those callers and measures
+    /// what they grow (which the model overprices most), and a choice that priced them would
+    /// never let it measure a group whose callers pass many. Thunks and shared bodies keep the
+    /// model's price, so that the choice still cuts groups where the model says to.
+    fn price(&self, shape: &GroupShape) -> i64 {
+        let saving = self.options.cost.saving(shape);
+        if self.options.judge.is_none() {
+            return saving;
+        }
+        let call_sites_stack =
+            shape.removed_call_sites * shape.stack_arguments * self.options.cost.per_stack_argument;
+        saving + call_sites_stack as i64
     }
 }
 

@@ -3,7 +3,7 @@
 //! shared body with the members' values.
 
 use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
-use super::cost::{CostModel, GroupShape};
+use super::cost::GroupShape;
 use super::find::{Member, similar_groups};
 use super::measure::{CallerTrial, MEASURED_CALLERS, SizeJudge, Trial};
 use super::params::ParamLayout;
@@ -84,21 +84,13 @@ pub(super) fn merge_similar(
         ..before_needs
     };
     // With a judge, groups the model prices below the threshold are chosen too: the model errs
-    // both ways, and the measure decides. Stack arguments it overprices most (their cost at
-    // each call site of a removed member is what Cranelift makes of them there, which the
-    // judge measures): the choice leaves them unpriced, or groups whose callers pass many
-    // would never reach the judge.
-    let judged = options.judge.is_some();
+    // both ways (it overprices stack arguments), and the measure decides.
     let choice_options = SimilarOptions {
-        min_saving: (options.min_saving).saturating_sub(if judged { JUDGED_SLACK } else { 0 }),
-        cost: CostModel {
-            per_stack_argument: if judged {
-                0
-            } else {
-                options.cost.per_stack_argument
-            },
-            ..options.cost
-        },
+        min_saving: (options.min_saving).saturating_sub(if options.judge.is_some() {
+            JUDGED_SLACK
+        } else {
+            0
+        }),
         ..options.clone()
     };
     let choice = Choice {
