@@ -2,7 +2,9 @@
 //! compile, and the outputs as data. Nothing is written to disk here (see [`crate::output`]),
 //! so a failure at any step leaves no partial output.
 
-use crate::emit::object::{ObjectOptions, ObjectOutput, target_isa, write_object};
+use crate::emit::object::{
+    ObjectOptions, ObjectOutput, target_isa, write_object, write_object_with_records,
+};
 use crate::error::Result;
 use crate::merge::PassTimes;
 use crate::module::ClifModule;
@@ -218,8 +220,19 @@ fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
         && let Some(object) = &options.object
     {
         similar.judge = target_isa(object).ok().map(SizeJudge::new);
+        // Records are data objects: only an object holds them, not CLIF text, nor what
+        // `--verify` runs.
+        similar.records = !options.emit_clif && verify_off(options);
     }
     Some(similar)
+}
+
+/// Whether `options` run no `--verify`.
+fn verify_off(options: &PipelineOptions) -> bool {
+    #[cfg(feature = "verify")]
+    return options.verify.is_none();
+    #[cfg(not(feature = "verify"))]
+    return true;
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,
@@ -231,7 +244,10 @@ fn compile(
     summary: Option<&crate::global::Summary>,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput> {
-    let mut out = write_object(merged, report.removed(), options)?;
+    let records: Vec<_> = (report.similar.iter().flatten())
+        .flat_map(|group| group.records.iter().cloned())
+        .collect();
+    let mut out = write_object_with_records(merged, report.removed(), options, &records)?;
     if let Some(unmerged) = unmerged {
         let baseline = ObjectOptions {
             fold_machine_code: false,
