@@ -10,7 +10,7 @@
 #
 #     cargo build --release && bash benches/records_probe.sh
 #
-# Needs python3. Writes only under target/records-probe/.
+# Needs python3 and size (binutils). Writes only under target/records-probe/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/target/release/clif-merge"
@@ -18,8 +18,14 @@ work="$root/target/records-probe"
 mkdir -p "$work"
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 text() { "$bin" "$@" --report json | python3 -c "import json,sys; print(json.load(sys.stdin)['object']['text_bytes'])"; }
+# `.text` and `.rodata` (the records) of the object written by `"$bin" MODULE ... -o OBJ ...`.
+text_and_rodata() {
+    "$bin" "$@" >/dev/null
+    local obj; obj=$(printf '%s\n' "$@" | grep -A1 -x -- -o | tail -1)
+    size -A "$obj" | awk '$1 ~ /^\.(text|rodata)/ { s += $2 } END { print s }'
+}
 
-echo "| shape | members | target | unmerged | --similar | stack arguments (forced) | record: text + data + relocs |"
+echo "| shape | members | target | unmerged | --similar | --similar, forced | record by hand: text + data + relocs |"
 echo "|---|---:|---|---:|---:|---:|---:|"
 for probe in "constants 2 8" "constants 4 8" "constants 2 12" "constants 4 12" "constants 2 20" \
              "constants 4 20" "errors 2" "errors 4" "errors 8" "calls 2" "calls 4" "calls 8"; do
@@ -27,8 +33,8 @@ for probe in "constants 2 8" "constants 4 8" "constants 2 12" "constants 4 12" "
     read -r members record data relocs < <(python3 "$root/benches/records_probe.py" $probe "$work")
     for target in x86_64 aarch64; do
         unmerged=$(text "$members" -o "$work/u.o" --target "$target")
-        judged=$(text "$members" --similar -o "$work/j.o" --target "$target")
-        forced=$(text "$members" --similar --similar-min-saving=-100000 -o "$work/s.o" --target "$target")
+        judged=$(text_and_rodata "$members" --similar -o "$work/j.o" --target "$target")
+        forced=$(text_and_rodata "$members" --similar --similar-min-saving=-100000 -o "$work/s.o" --target "$target")
         rec=$(text "$record" -o "$work/r.o" --target "$target")
         total=$((rec + data + 24 * relocs))
         echo "| ${probe%% *} | ${probe#* } | $target | $unmerged | $judged | $forced | $rec + $data + $((24 * relocs)) = $total |"

@@ -213,26 +213,32 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
 /// The similar options the merge runs with: with an object to write, each group is judged by
 /// its compiled size with the object's ISA (unless the options already name a judge), not by
 /// the cost model alone. An ISA that cannot be built leaves the model the judge (the compile
-/// step reports the error).
+/// step reports the error). Records ([`SimilarOptions::records`]) where the output is the
+/// object alone, unless the options say no.
 fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
     let mut similar = options.merge.similar.clone()?;
     if similar.judge.is_none()
         && let Some(object) = &options.object
     {
         similar.judge = target_isa(object).ok().map(SizeJudge::new);
-        // Records are data objects: only an object holds them, not CLIF text, nor what
-        // `--verify` runs.
-        similar.records = !options.emit_clif && verify_off(options);
     }
+    // Records are data objects: only the object holds them (`compile` hands them to the
+    // writer), not CLIF text, nor what `--verify` runs.
+    let object_only = options.object.is_some() && !options.emit_clif && verify_off(options);
+    similar.records = Some(object_only && similar.records != Some(false));
     Some(similar)
 }
 
 /// Whether `options` run no `--verify`.
 fn verify_off(options: &PipelineOptions) -> bool {
     #[cfg(feature = "verify")]
-    return options.verify.is_none();
+    let off = options.verify.is_none();
     #[cfg(not(feature = "verify"))]
-    return true;
+    let off = {
+        let _ = options;
+        true
+    };
+    off
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,

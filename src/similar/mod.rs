@@ -145,11 +145,14 @@ pub struct SimilarOptions {
     /// compiled as it would be written, and kept only when it saves at least `min_saving`
     /// bytes measured (`measure.rs`), not estimated.
     pub judge: Option<SizeJudge>,
-    /// With a judge, whether the output can hold data (an object, and nothing that runs or
-    /// prints the CLIF): a group whose parameters go to the stack may then give each member a
+    /// With a judge: whether a group whose parameters go to the stack may give each member a
     /// read-only record of its constants instead, when that saves more, measured with the
-    /// records' bytes ([`ConstantRecord`], `record.rs`).
-    pub records: bool,
+    /// records' bytes ([`ConstantRecord`], `record.rs`). Only an object can hold records (not
+    /// CLIF text, nor what `--verify` runs). `None`: the pipeline decides (yes when it writes
+    /// an object and neither emits CLIF nor verifies; no otherwise); `Some(false)`: stack
+    /// arguments only. `Some(true)` is for a caller that writes the object itself, with
+    /// [`crate::emit::object::write_object_with_records`].
+    pub records: Option<bool>,
 }
 
 impl Default for SimilarOptions {
@@ -160,7 +163,7 @@ impl Default for SimilarOptions {
             max_parameters: MAX_PARAMETERS,
             cost: CostModel::default(),
             judge: None,
-            records: false,
+            records: None,
         }
     }
 }
@@ -171,6 +174,11 @@ impl Default for SimilarOptions {
 pub const MAX_PARAMETERS: usize = 32;
 
 impl SimilarOptions {
+    /// Whether groups may pass read-only records ([`SimilarOptions::records`]).
+    pub(crate) fn with_records(&self) -> bool {
+        self.judge.is_some() && self.records == Some(true)
+    }
+
     /// Whether a group may add `count` parameters (at least one, at most
     /// [`SimilarOptions::max_parameters`]).
     pub(crate) fn takes_parameters(&self, count: usize) -> bool {

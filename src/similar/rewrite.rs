@@ -139,7 +139,7 @@ fn measured(
     accepted: Vec<Planned>,
 ) -> Vec<Planned> {
     let callers = callers_to_measure(module, removal, &accepted);
-    let in_use = (options.records && !accepted.is_empty()).then(|| names_in_use(module));
+    let in_use = (options.with_records() && !accepted.is_empty()).then(|| names_in_use(module));
     let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, g, p| {
         let variant = Variant {
             module,
@@ -148,17 +148,18 @@ fn measured(
             callers: &callers[g],
         };
         let stack = judge.saving(ctx, &options.cost, &variant.trial(None));
-        let record = (options.records && p.shape.stack_arguments > 0 && p.self_calls.is_empty())
-            .then(|| RecordLayout::of(&p.layout))
-            .flatten()
-            .filter(|_| {
-                let used = |m| {
-                    let name = record_name(&p.name, m);
-                    module.lookup(&name).is_some()
-                        || in_use.as_ref().is_some_and(|u| u.contains(&name))
-                };
-                !(0..p.members.len()).any(used)
-            });
+        let record = (options.with_records()
+            && p.shape.stack_arguments > 0
+            && p.self_calls.is_empty())
+        .then(|| RecordLayout::of(&p.layout))
+        .flatten()
+        .filter(|_| {
+            let used = |m| {
+                let name = record_name(&p.name, m);
+                module.lookup(&name).is_some() || in_use.as_ref().is_some_and(|u| u.contains(&name))
+            };
+            !(0..p.members.len()).any(used)
+        });
         let Some(record) = record else {
             return stack.map(|s| (s, None));
         };
