@@ -194,9 +194,14 @@ fn measured(
         .collect()
 }
 
-/// The name of member `m`'s record in the group whose shared body is `shared`.
+/// The name of member `m`'s record in the group whose shared body is `shared` (a testcase
+/// name, as [`content_name`] makes).
 fn record_name(shared: &FuncName, m: usize) -> FuncName {
-    FuncName::Testcase(format!("{}_r{m}", crate::emit::object::symbol_name(shared)).into())
+    let shared = match shared {
+        FuncName::Testcase(name) => name.to_string(),
+        other => other.to_string(),
+    };
+    FuncName::Testcase(format!("{shared}_r{m}").into())
 }
 
 /// One way to write a planned group, to be measured: with stack arguments, or with records.
