@@ -2,7 +2,9 @@
 //! compile, and the outputs as data. Nothing is written to disk here (see [`crate::output`]),
 //! so a failure at any step leaves no partial output.
 
-use crate::emit::object::{ObjectOptions, ObjectOutput, target_isa, write_object};
+use crate::emit::object::{
+    ObjectOptions, ObjectOutput, target_isa, write_object, write_object_with_records,
+};
 use crate::error::Result;
 use crate::merge::PassTimes;
 use crate::module::ClifModule;
@@ -211,7 +213,8 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
 /// The similar options the merge runs with: with an object to write, each group is judged by
 /// its compiled size with the object's ISA (unless the options already name a judge), not by
 /// the cost model alone. An ISA that cannot be built leaves the model the judge (the compile
-/// step reports the error).
+/// step reports the error). Records ([`SimilarOptions::records`]) where the output is the
+/// object alone, unless the options say no.
 fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
     let mut similar = options.merge.similar.clone()?;
     if similar.judge.is_none()
@@ -219,7 +222,23 @@ fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
     {
         similar.judge = target_isa(object).ok().map(SizeJudge::new);
     }
+    // Records are data objects: only the object holds them (`compile` hands them to the
+    // writer), not CLIF text, nor what `--verify` runs.
+    let object_only = options.object.is_some() && !options.emit_clif && verify_off(options);
+    similar.records = Some(object_only && similar.records != Some(false));
     Some(similar)
+}
+
+/// Whether `options` run no `--verify`.
+fn verify_off(options: &PipelineOptions) -> bool {
+    #[cfg(feature = "verify")]
+    let off = options.verify.is_none();
+    #[cfg(not(feature = "verify"))]
+    let off = {
+        let _ = options;
+        true
+    };
+    off
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,
@@ -231,7 +250,10 @@ fn compile(
     summary: Option<&crate::global::Summary>,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput> {
-    let mut out = write_object(merged, report.removed(), options)?;
+    let records: Vec<_> = (report.similar.iter().flatten())
+        .flat_map(|group| group.records.iter().cloned())
+        .collect();
+    let mut out = write_object_with_records(merged, report.removed(), options, &records)?;
     if let Some(unmerged) = unmerged {
         let baseline = ObjectOptions {
             fold_machine_code: false,

@@ -164,10 +164,11 @@ fn groups_with_stack_arguments_never_give_more_text() {
     .expect("valid CLIF");
     let merged = merged_parameters(&wide, "eight members, twelve constants apart");
     // On aarch64 (eight stack arguments of 8 bytes each at the calls and in the body) the
-    // group of eight with its twelve parameters saves in every mode; on x86_64 the judge
-    // decides (stack arguments cost about three times as much there).
+    // group of eight with its twelve parameters saves in every mode; on x86_64 (stack
+    // arguments cost about three times as much there) the judge finds read-only records of
+    // the twelve constants cheaper: one parameter, the record's address.
     assert!(
-        merged.len() >= MODES.len() && merged.iter().all(|&k| k == 12),
+        merged.len() >= MODES.len() && merged.iter().all(|&k| k == 12 || k == 1),
         "{merged:?}"
     );
 }

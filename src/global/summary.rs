@@ -1,7 +1,7 @@
 //! Summaries: what round 2 of global merging knows of the other units, as a versioned text file.
 //!
 //! ```text
-//! clif-merge summary 4
+//! clif-merge summary 5
 //! encoding 2
 //! f 5d1c…(32 hex digits) export - u0:12 p 77a0…(32 hex digits) i2a cu0:612 n%table
 //! f 9e04…(32 hex digits) export - u0:13 r 41b7…(32 hex digits) p 3c58…(32 hex digits) i7
@@ -32,9 +32,9 @@ use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
 /// The version of the summary format and of its keys' hash (3: token runs hashed in four
-/// lanes; 4: the `r` key of functions that call themselves); a summary of another version is
-/// refused.
-pub const SUMMARY_VERSION: u32 = 4;
+/// lanes; 4: the `r` key of functions that call themselves; 5: constants are holes at each
+/// use, so parameter keys and holes changed); a summary of another version is refused.
+pub const SUMMARY_VERSION: u32 = 5;
 
 /// One defined function of a unit.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -83,7 +83,7 @@ fn summaries_round_trip_and_combine_in_any_order() {
 fn bad_summaries_are_refused_with_the_line() {
     let good = Summary::of_module(&module(&unit(&["%a", "%b"]))).to_text();
     let cases = [
-        (good.replace("summary 4", "summary 9"), 1, "version 9"),
+        (good.replace("summary 5", "summary 9"), 1, "version 9"),
         (good.replacen(" i7", " q7", 1), 3, "bad hole value `q7`"),
         (
             good.replacen(" p ", " r ", 1),
@@ -366,5 +366,70 @@ fn a_shared_body_never_takes_an_imports_name() {
             "{taken} is taken: {report:?}"
         );
         assert!(unit_a.lookup(&taken).is_none(), "{taken} stays an import");
+    }
+}
+
+/// `name(i64) -> i64`: a chain of arithmetic whose two uses of constants are `first` and
+/// `second`, one `iconst` when they are equal (as GVN leaves them), two otherwise.
+fn two_constant_uses(name: &str, first: i64, second: i64) -> String {
+    let constants = if first == second {
+        format!("    v1 = iconst.i64 {first}\n    v2 = imul v0, v1\n    v3 = iadd v2, v1\n")
+    } else {
+        format!(
+            "    v1 = iconst.i64 {first}\n    v2 = imul v0, v1\n    v9 = iconst.i64 {second}\n    \
+             v3 = iadd v2, v9\n"
+        )
+    };
+    let mut text = format!("function {name}(i64) -> i64 {{\nblock0(v0: i64):\n{constants}");
+    let mut acc = "v3".to_string();
+    for k in 0..24 {
+        text += &format!("    v{} = rotl {acc}, v0\n", 20 + k);
+        acc = format!("v{}", 20 + k);
+    }
+    text + &format!("    return {acc}\n}}\n")
+}
+
+/// Item 5 of issue 21 across units: each *use* of a constant is a hole of its own, whichever
+/// value number it has. A function whose two equal constants are one value (unit A) and its
+/// copy with two different constants (unit B) differ only in constants, and with `--similar`
+/// share one body, each passing its own.
+#[test]
+fn a_constant_that_value_numbering_shared_is_a_hole_at_each_use_across_units() {
+    let forced = crate::similar::SimilarOptions {
+        min_saving: i64::MIN,
+        ..crate::similar::SimilarOptions::default()
+    };
+    let text_a = two_constant_uses("%f", 0, 0);
+    let text_b = two_constant_uses("%g", 1, 0);
+    let (mut unit_a, mut unit_b) = (module(&text_a), module(&text_b));
+    let summary = Summary::combine([Summary::of_module(&unit_a), Summary::of_module(&unit_b)]);
+    let report_a = merge_with_summary(&mut unit_a, &summary, Some(&forced));
+    let report_b = merge_with_summary(&mut unit_b, &summary, Some(&forced));
+    let shared = |r: &GlobalReport| {
+        r.shared
+            .iter()
+            .map(|s| s.shared.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shared(&report_a).len(), 1, "{report_a:?}\n{text_a}");
+    assert_eq!(
+        shared(&report_a),
+        shared(&report_b),
+        "one body for both units"
+    );
+    let body = unit_a.resolve(&shared(&report_a)[0]).unwrap();
+    let body_b = unit_b.resolve(&shared(&report_b)[0]).unwrap();
+    assert_eq!(
+        unit_a.function(body).func.display().to_string(),
+        unit_b.function(body_b).func.display().to_string(),
+        "both units write the same shared body"
+    );
+    for (unit, name_, text) in [(&unit_a, "%f", &text_a), (&unit_b, "%g", &text_b)] {
+        let f = unit.resolve(&name(name_)).unwrap();
+        assert!(
+            unit.function(f).func.dfg.num_insts() < 4,
+            "{name_} is a thunk:\n{}\n(was {text})",
+            unit.function(f).func.display()
+        );
     }
 }

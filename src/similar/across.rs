@@ -33,9 +33,12 @@ use crate::refs::ModuleRefs;
 use cranelift_codegen::ir::{ExternalName, FuncRef, Function, InstructionData, Opcode, Signature};
 use cranelift_entity::EntityRef;
 
-/// Every operand kind the one-module merge parameterizes.
+/// Every operand kind the one-module merge parameterizes, constants at each use (a constant
+/// that value numbering made one value for two uses is two holes, as in a copy of the function
+/// whose two constants differ).
 const HOLES: HoleKinds = HoleKinds::INT_CONSTANTS
     .union(HoleKinds::FLOAT_CONSTANTS)
+    .union(HoleKinds::CONSTANT_USES)
     .union(HoleKinds::SYMBOLS)
     .union(HoleKinds::CALLEES);
 
@@ -254,8 +257,10 @@ fn callee_signatures(
     let mut signatures = vec![None; layout.count()];
     for (p, param) in layout.param_of_position.iter().enumerate() {
         let Some(param) = param else { continue };
-        if let InstructionData::Call { func_ref, .. } =
-            func.dfg.insts[first.fingerprint.hole_sites[p]]
+        // A constant passed to a call is a hole at the call too: only callees have signatures.
+        let callee = matches!(first.fingerprint.holes[p], Hole::Callee(_) | Hole::SelfCall);
+        if let (true, InstructionData::Call { func_ref, .. }) =
+            (callee, func.dfg.insts[first.fingerprint.hole_sites[p]])
         {
             let sig = func.dfg.ext_funcs[func_ref].signature;
             signatures[*param as usize] = Some(func.dfg.signatures[sig].clone());

@@ -264,9 +264,8 @@ impl Choice<'_> {
             parameters: 1,
             stack_arguments: group.fewest_stack_arguments,
         };
-        let cost = &self.options.cost;
         let alone = Counts::default().with(group, m);
-        cost.saving(&shape(alone)) > cost.saving(&shape(Counts::default()))
+        self.price(&shape(alone)) > self.price(&shape(Counts::default()))
     }
 
     /// Whether merging `subgroup` fits and saves at least the threshold.
@@ -293,7 +292,31 @@ impl Choice<'_> {
                 .registers
                 .stack_arguments(&group.signature, types) as u64,
         };
-        Some(self.options.cost.saving(&shape))
+        Some(self.price(&shape))
+    }
+
+    /// The model's saving of `shape`. With a judge, the stack arguments that the call sites of
+    /// removed members pass are left unpriced: the judge compiles those callers and measures
+    /// what they grow (which the model overprices most), and a choice that priced them would
+    /// never let it measure a group whose callers pass many. Thunks and shared bodies keep the
+    /// model's price, so that the choice still cuts groups where the model says to.
+    ///
+    /// With records too ([`SimilarOptions::records`]), a group may pass its stack arguments in
+    /// a record instead: it is priced as the better of the two, a record costing
+    /// [`RECORD_FIELD`] bytes per member for each argument it takes off the stack.
+    fn price(&self, shape: &GroupShape) -> i64 {
+        let saving = self.options.cost.saving(shape);
+        if self.options.judge.is_none() {
+            return saving;
+        }
+        let stack = shape.stack_arguments * self.options.cost.per_stack_argument;
+        let with_stack = saving + (shape.removed_call_sites * stack) as i64;
+        if !self.options.with_records() || shape.stack_arguments == 0 {
+            return with_stack;
+        }
+        let off_the_stack = ((shape.thunks + 1) * stack) as i64;
+        let record = (shape.members * shape.stack_arguments * RECORD_FIELD) as i64;
+        with_stack.max(with_stack + off_the_stack - record)
     }
 }
 
@@ -598,6 +621,9 @@ impl FreeList {
         }
     }
 }
+
+/// The bytes a record field takes, as the choice prices records: a constant of up to 64 bits.
+const RECORD_FIELD: u64 = 8;
 
 /// The direct calls to each function, and the functions some instruction reaches in a way a
 /// rewrite cannot add arguments to (`try_call`). Empty where no member can be removed.

@@ -6,16 +6,20 @@
 //! A group's measured saving is
 //!
 //! ```text
-//! members' code − (shared body's code + each thunk's code) − removed_call_sites × call
+//! members' code − (shared body's code + each thunk's code) − what the callers grow
 //! ```
 //!
 //! where code is the compiled size with the padding that aligns the next function, by the
 //! same ISA and flags the object writer uses (members of equal machine code, which the object
-//! folds into one body anyway, count once), and `call` is the model's cost of the extra
-//! arguments at a call site of a removed member (the callers are not recompiled: a call site
-//! grows by a few instructions, which the model prices well). A member's body, the shared body
-//! or a thunk that Cranelift fails to compile makes the group rejected, never an error: the
-//! members stay as they were, which compiled or will be reported by the object writer.
+//! folds into one body anyway, count once). The callers of removed members are compiled too,
+//! as they are and with their calls redirected to the shared body: what they grow is measured
+//! (a call site passing stack arguments grows by what Cranelift makes of them, which no
+//! constant prices well: 12–25 bytes an argument on x86_64). Past [`MEASURED_CALLERS`] callers,
+//! and for the calls a member makes (its body is replaced anyway), a site costs what the
+//! measured ones did on average, or the model's price when none was measured. A member's body,
+//! the shared body or a thunk that Cranelift fails to compile makes the group rejected, never
+//! an error: the members stay as they were, which compiled or will be reported by the object
+//! writer.
 
 use super::cost::{CostModel, GroupShape};
 use crate::guard::catch_panic;
@@ -108,10 +112,25 @@ pub(super) struct Trial<'a> {
     pub(super) thunks: Vec<Function>,
     /// Direct calls to the members that are removed, each passing the extra arguments.
     pub(super) removed_call_sites: u64,
+    /// Some of the functions that make those calls, to be measured.
+    pub(super) callers: Vec<CallerTrial<'a>>,
     /// The parameters added, and how many of them go to the stack.
     pub(super) parameters: u64,
     pub(super) stack_arguments: u64,
 }
+
+/// A function that calls removed members: as it is, and with those calls redirected to the
+/// shared body passing the members' values.
+pub(super) struct CallerTrial<'a> {
+    pub(super) before: &'a Function,
+    pub(super) after: Function,
+    /// The calls of removed members it makes.
+    pub(super) sites: u64,
+}
+
+/// How many callers of a group's removed members are compiled (twice) to measure what a call
+/// site grows; the others' sites are priced by the measured ones' average.
+pub(super) const MEASURED_CALLERS: usize = 16;
 
 impl SizeJudge {
     /// The bytes `trial` saves, measured; None when something in it does not compile.
@@ -136,12 +155,41 @@ impl SizeJudge {
         for thunk in &trial.thunks {
             after += self.code_size(ctx, thunk)?;
         }
-        Some(before as i64 - after as i64 - call_sites_cost(cost, trial))
+        Some(before as i64 - after as i64 - self.call_sites_cost(ctx, cost, trial))
+    }
+
+    /// What the callers of removed members grow: measured on [`Trial::callers`], their
+    /// average for the other sites (the model's price when no caller compiled).
+    fn call_sites_cost(
+        &self,
+        ctx: &mut cranelift_codegen::Context,
+        cost: &CostModel,
+        trial: &Trial,
+    ) -> i64 {
+        let (mut grown, mut measured_sites) = (0i64, 0u64);
+        for caller in &trial.callers {
+            let before = self.code_size(ctx, caller.before);
+            let after = self.code_size(ctx, &caller.after);
+            if let (Some(before), Some(after)) = (before, after) {
+                grown += after as i64 - before as i64;
+                measured_sites += caller.sites;
+            }
+        }
+        let unmeasured = trial.removed_call_sites.saturating_sub(measured_sites) as i64;
+        if unmeasured == 0 {
+            return grown;
+        }
+        if measured_sites == 0 {
+            return model_call_sites_cost(cost, trial);
+        }
+        // The measured average, rounded up: the judge must not promise bytes it cannot see.
+        let measured_sites = measured_sites as i64;
+        grown + (grown * unmeasured + measured_sites - 1).div_euclid(measured_sites)
     }
 }
 
 /// The model's price of the extra arguments at the call sites of removed members.
-fn call_sites_cost(cost: &CostModel, trial: &Trial) -> i64 {
+fn model_call_sites_cost(cost: &CostModel, trial: &Trial) -> i64 {
     let one_site = GroupShape {
         members: 0,
         thunks: 0,

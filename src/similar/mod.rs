@@ -14,6 +14,7 @@
 //! | `choose.rs` | which members must keep a symbol; the subgroups that pay |
 //! | `shared.rs` | writing the shared body |
 //! | `canonical.rs` | the shared body renumbered in walk order |
+//! | `record.rs` | read-only records of constants, for the object writer |
 //! | `rewrite.rs` | members into thunks, callers of removed members |
 //!
 //! # What may differ
@@ -94,6 +95,7 @@ mod entry;
 mod find;
 mod measure;
 mod params;
+mod record;
 mod rewrite;
 mod shared;
 #[cfg(test)]
@@ -104,6 +106,7 @@ pub(crate) use entry::merge_similar_after;
 pub use entry::{merge_similar, stand_in};
 pub use measure::SizeJudge;
 pub use params::POINTER;
+pub use record::{ConstantRecord, RecordField};
 pub use rewrite::Prior;
 
 use crate::edit::callsite::ExtraArgument;
@@ -142,6 +145,14 @@ pub struct SimilarOptions {
     /// compiled as it would be written, and kept only when it saves at least `min_saving`
     /// bytes measured (`measure.rs`), not estimated.
     pub judge: Option<SizeJudge>,
+    /// With a judge: whether a group whose parameters go to the stack may give each member a
+    /// read-only record of its constants instead, when that saves more, measured with the
+    /// records' bytes ([`ConstantRecord`], `record.rs`). Only an object can hold records (not
+    /// CLIF text, nor what `--verify` runs). `None`: the pipeline decides (yes when it writes
+    /// an object and neither emits CLIF nor verifies; no otherwise); `Some(false)`: stack
+    /// arguments only. `Some(true)` is for a caller that writes the object itself, with
+    /// [`crate::emit::object::write_object_with_records`].
+    pub records: Option<bool>,
 }
 
 impl Default for SimilarOptions {
@@ -152,6 +163,7 @@ impl Default for SimilarOptions {
             max_parameters: MAX_PARAMETERS,
             cost: CostModel::default(),
             judge: None,
+            records: None,
         }
     }
 }
@@ -162,6 +174,11 @@ impl Default for SimilarOptions {
 pub const MAX_PARAMETERS: usize = 32;
 
 impl SimilarOptions {
+    /// Whether groups may pass read-only records ([`SimilarOptions::records`]).
+    pub(crate) fn with_records(&self) -> bool {
+        self.judge.is_some() && self.records == Some(true)
+    }
+
     /// Whether a group may add `count` parameters (at least one, at most
     /// [`SimilarOptions::max_parameters`]).
     pub(crate) fn takes_parameters(&self, count: usize) -> bool {
@@ -199,6 +216,11 @@ pub struct SimilarGroup {
     /// The bytes it saves measured, when a [`SizeJudge`] measured it.
     #[serde(skip)]
     pub measured_saving: Option<i64>,
+    /// The members' read-only records of constants, when the group passes them (with
+    /// [`SimilarOptions::records`]): data objects the object writer must define. Each member
+    /// passes its record's address as its last argument.
+    #[serde(skip)]
+    pub records: Vec<ConstantRecord>,
 }
 
 /// The signature of a member of `group` whose shared body has signature `shared_sig`: the

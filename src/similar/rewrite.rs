@@ -5,8 +5,9 @@
 use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
 use super::cost::GroupShape;
 use super::find::{Member, similar_groups};
-use super::measure::{SizeJudge, Trial};
+use super::measure::{CallerTrial, MEASURED_CALLERS, SizeJudge, Trial};
 use super::params::ParamLayout;
+use super::record::RecordLayout;
 use super::shared;
 use super::{SimilarGroup, SimilarMember, SimilarOptions};
 use crate::compare::FingerprintWriter;
@@ -45,6 +46,8 @@ struct Planned {
     predicted: i64,
     /// The bytes it saves measured, when a judge measured it.
     measured: Option<i64>,
+    /// The records its members pass, when the judge found them cheaper than stack arguments.
+    record: Option<RecordLayout>,
 }
 
 pub(super) fn merge_similar(
@@ -135,17 +138,98 @@ fn measured(
     judge: &SizeJudge,
     accepted: Vec<Planned>,
 ) -> Vec<Planned> {
-    let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, _, p| {
+    let callers = callers_to_measure(module, removal, &accepted);
+    let in_use = (options.with_records() && !accepted.is_empty()).then(|| names_in_use(module));
+    let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, g, p| {
+        let variant = Variant {
+            module,
+            removal,
+            planned: p,
+            callers: &callers[g],
+        };
+        let stack = judge.saving(ctx, &options.cost, &variant.trial(None));
+        let record = (options.with_records()
+            && p.shape.stack_arguments > 0
+            && p.self_calls.is_empty())
+        .then(|| RecordLayout::of(&p.layout))
+        .flatten()
+        .filter(|_| {
+            let used = |m| {
+                let name = record_name(&p.name, m);
+                module.lookup(&name).is_some() || in_use.as_ref().is_some_and(|u| u.contains(&name))
+            };
+            !(0..p.members.len()).any(used)
+        });
+        let Some(record) = record else {
+            return stack.map(|s| (s, None));
+        };
+        let data: u64 = (0..p.members.len())
+            .map(|m| {
+                record
+                    .record(&p.layout, m, record_name(&p.name, m))
+                    .footprint()
+            })
+            .sum();
+        let mut trial = variant.trial(Some(&record));
+        trial.parameters = record.parameters(&p.layout) as u64;
+        let own = &module.function(p.members[0].id).func.signature;
+        trial.stack_arguments =
+            (options.registers).stack_arguments(own, &record.types(&p.layout)) as u64;
+        let with_record = judge
+            .saving(ctx, &options.cost, &trial)
+            .map(|s| s - data as i64);
+        match (stack, with_record) {
+            (Some(s), Some(r)) if r > s => Some((r, Some(record))),
+            (None, Some(r)) => Some((r, Some(record))),
+            (s, _) => s.map(|s| (s, None)),
+        }
+    });
+    (accepted.into_iter().zip(savings))
+        .filter_map(|(mut p, saving)| {
+            let (saving, record) = saving.filter(|&(s, _)| s >= options.min_saving)?;
+            p.measured = Some(saving);
+            p.record = record;
+            Some(p)
+        })
+        .collect()
+}
+
+/// The name of member `m`'s record in the group whose shared body is `shared` (a testcase
+/// name, as [`content_name`] makes).
+fn record_name(shared: &FuncName, m: usize) -> FuncName {
+    let shared = match shared {
+        FuncName::Testcase(name) => name.to_string(),
+        other => other.to_string(),
+    };
+    FuncName::Testcase(format!("{shared}_r{m}").into())
+}
+
+/// One way to write a planned group, to be measured: with stack arguments, or with records.
+struct Variant<'a> {
+    module: &'a ClifModule,
+    removal: Removal<'a>,
+    planned: &'a Planned,
+    callers: &'a [Caller],
+}
+
+impl<'a> Variant<'a> {
+    /// What the group writes and removes, with `record`'s records or without.
+    fn trial(&self, record: Option<&RecordLayout>) -> Trial<'a> {
+        let (module, p) = (self.module, self.planned);
         let first = &module.function(p.members[0].id).func;
-        let shared = shared::shared_body(
+        let mut shared = shared::shared_body(
             first.clone(),
             &p.members[0],
             &p.self_calls,
             &p.layout,
             &p.name,
         );
+        if let Some(record) = record {
+            record.load_in(&mut shared, p.layout.count());
+        }
+        let args = |m: usize| member_arguments(module, p, record, m);
         let thunks = (p.members.iter().enumerate())
-            .filter(|(_, m)| !removal.removable(module, m.id))
+            .filter(|(_, m)| !self.removal.removable(module, m.id))
             .map(|(i, m)| {
                 let mf = module.function(m.id);
                 member_thunk(
@@ -153,29 +237,135 @@ fn measured(
                     &mf.func.signature,
                     &p.name,
                     &shared.signature,
-                    &arguments(module, p, i),
+                    &args(i),
                 )
             })
             .collect();
-        let trial = Trial {
-            members: p
-                .members
-                .iter()
+        let callers = (self.callers.iter())
+            .filter_map(|caller| {
+                let before = &module.function(caller.id).func;
+                let mut after = before.clone();
+                for &(func_ref, m) in &caller.declarations {
+                    let sig = shared.signature.clone();
+                    redirect_declaration(&mut after, func_ref, &p.name, sig, &args(m)).ok()?;
+                }
+                Some(CallerTrial {
+                    before,
+                    after,
+                    sites: caller.sites,
+                })
+            })
+            .collect();
+        Trial {
+            members: (p.members.iter())
                 .map(|m| &module.function(m.id).func)
                 .collect(),
             shared,
             thunks,
             removed_call_sites: p.shape.removed_call_sites,
+            callers,
             parameters: p.shape.parameters,
             stack_arguments: p.shape.stack_arguments,
-        };
-        judge.saving(ctx, &options.cost, &trial)
-    });
-    (accepted.into_iter().zip(savings))
-        .filter_map(|(mut p, saving)| {
-            let saving = saving.filter(|&s| s >= options.min_saving)?;
-            p.measured = Some(saving);
-            Some(p)
+        }
+    }
+}
+
+/// The values member `m` of `p` passes: [`arguments`], or with `record`, those not in the
+/// record and the record's address.
+fn member_arguments(
+    module: &ClifModule,
+    p: &Planned,
+    record: Option<&RecordLayout>,
+    m: usize,
+) -> Vec<ExtraArgument> {
+    let args = arguments(module, p, m);
+    match record {
+        Some(record) => record.arguments(&args, &record_name(&p.name, m)),
+        None => args,
+    }
+}
+
+/// A function that calls removed members of one group: its declarations naming them (with
+/// the member's index in the group) and how many calls it makes through them.
+struct Caller {
+    id: FunctionId,
+    declarations: Vec<(FuncRef, usize)>,
+    sites: u64,
+}
+
+/// For each group of `accepted`, the first [`MEASURED_CALLERS`] functions (in output order)
+/// that call its removed members, other than its members (whose bodies the merge replaces).
+fn callers_to_measure(
+    module: &ClifModule,
+    removal: Removal<'_>,
+    accepted: &[Planned],
+) -> Vec<Vec<Caller>> {
+    let mut callers: Vec<Vec<Caller>> = (0..accepted.len()).map(|_| Vec::new()).collect();
+    // Member → (its group, its index there, whether it is removed).
+    let mut member_of: FxHashMap<FunctionId, (usize, usize, bool)> = FxHashMap::default();
+    for (g, p) in accepted.iter().enumerate() {
+        for (i, m) in p.members.iter().enumerate() {
+            member_of.insert(m.id, (g, i, removal.removable(module, m.id)));
+        }
+    }
+    if !member_of.values().any(|&(_, _, removed)| removed) {
+        return callers;
+    }
+    let is_removed = |id: FunctionId| member_of.get(&id).is_some_and(|&(_, _, r)| r);
+    let found = parallel::map(
+        module.ids(),
+        || (),
+        |_, _, &id| {
+            let func = &module.function(id).func;
+            let declarations = declarations_naming(module, func, &is_removed);
+            let calls = if declarations.is_empty() {
+                Vec::new()
+            } else {
+                calls_in(func)
+            };
+            (declarations, calls)
+        },
+    );
+    for (&id, (declarations, calls)) in module.ids().iter().zip(found) {
+        for (func_ref, callee) in declarations {
+            let (g, m, _) = member_of[&callee];
+            let own = member_of.get(&id).is_some_and(|&(of, _, _)| of == g);
+            if own
+                || callers[g].len() >= MEASURED_CALLERS
+                    && callers[g].last().is_none_or(|c| c.id != id)
+            {
+                continue;
+            }
+            let sites = calls.iter().filter(|(f, _)| *f == func_ref).count() as u64;
+            match callers[g].last_mut() {
+                Some(caller) if caller.id == id => {
+                    caller.declarations.push((func_ref, m));
+                    caller.sites += sites;
+                }
+                _ => callers[g].push(Caller {
+                    id,
+                    declarations: vec![(func_ref, m)],
+                    sites,
+                }),
+            }
+        }
+    }
+    callers
+}
+
+/// The declarations of `func` that name a function `wanted` accepts, with that function.
+fn declarations_naming(
+    module: &ClifModule,
+    func: &Function,
+    wanted: &impl Fn(FunctionId) -> bool,
+) -> Vec<(FuncRef, FunctionId)> {
+    func.dfg
+        .ext_funcs
+        .iter()
+        .filter_map(|(func_ref, ext)| {
+            let callee = module.lookup_external(&ext.name, func)?;
+            let callee = module.resolve_symbol(callee)?;
+            wanted(callee).then_some((func_ref, callee))
         })
         .collect()
 }
@@ -233,6 +423,7 @@ fn plan_group(module: &ClifModule, members: Vec<Member>) -> Option<Planned> {
         shape: GroupShape::default(),
         predicted: 0,
         measured: None,
+        record: None,
     })
 }
 
@@ -371,7 +562,10 @@ fn apply(
             first,
             Function::with_name_signature(first.name.clone(), first.signature.clone()),
         );
-        let body = shared::shared_body(body, &p.members[0], &p.self_calls, &p.layout, &p.name);
+        let mut body = shared::shared_body(body, &p.members[0], &p.self_calls, &p.layout, &p.name);
+        if let Some(record) = &p.record {
+            record.load_in(&mut body, p.layout.count());
+        }
         let shared_sig = body.signature.clone();
         let before = p
             .members
@@ -380,7 +574,7 @@ fn apply(
             .min_by_key(|&id| position[id]);
         let mut members = Vec::with_capacity(p.members.len());
         for (m, member) in p.members.iter().enumerate() {
-            let args = arguments(module, p, m);
+            let args = member_arguments(module, p, p.record.as_ref(), m);
             let by = if removal.removable(module, member.id) {
                 gone.insert(member.id);
                 redirect.insert(
@@ -400,9 +594,15 @@ fn apply(
             });
         }
         members.sort_by(|a, b| a.name.cmp(&b.name));
+        let records = (p.record.iter())
+            .flat_map(|record| {
+                (0..p.members.len()).map(|m| record.record(&p.layout, m, record_name(&p.name, m)))
+            })
+            .collect();
         report.push(SimilarGroup {
             shared: p.name.clone(),
-            parameters: p.layout.count(),
+            parameters: (p.record.as_ref()).map_or(p.layout.count(), |r| r.parameters(&p.layout)),
+            records,
             members,
             shape: p.shape,
             predicted_saving: p.predicted,
@@ -477,17 +677,9 @@ fn redirect_callers(
 ) {
     // The declarations that name a removed member (its address is not taken, so every use is
     // a call that can take arguments).
-    let declarations_in = |module: &ClifModule, func: &Function| -> Vec<(FuncRef, FunctionId)> {
-        func.dfg
-            .ext_funcs
-            .iter()
-            .filter_map(|(func_ref, ext)| {
-                let callee = module.lookup_external(&ext.name, func)?;
-                let callee = module.resolve_symbol(callee)?;
-                redirect.contains_key(&callee).then_some((func_ref, callee))
-            })
-            .collect()
-    };
+    let removed = |id: FunctionId| redirect.contains_key(&id);
+    let declarations_in =
+        |module: &ClifModule, func: &Function| declarations_naming(module, func, &removed);
     let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
     let found: Vec<Vec<(FuncRef, FunctionId)>> = parallel::map(
         &ids,

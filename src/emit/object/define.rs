@@ -8,9 +8,13 @@ use super::slots::{SlotKind, Slots};
 use super::symbols::module_linkage;
 use super::target::JumpThunk;
 use crate::module::{ClifModule, FunctionId};
+use crate::similar::ConstantRecord;
 use cranelift_entity::PrimaryMap;
-use cranelift_module::{FuncId, Linkage, Module as _, ModuleReloc, ModuleRelocTarget};
+use cranelift_module::{
+    DataDescription, DataId, FuncId, Linkage, Module as _, ModuleReloc, ModuleRelocTarget,
+};
 use cranelift_object::ObjectModule;
+use rustc_hash::FxHashMap;
 
 /// What was defined, for the report.
 #[derive(Default)]
@@ -38,6 +42,7 @@ pub(super) fn declare(
                 _ => module_linkage(slot.linkage),
             },
             SlotKind::Alias(_) | SlotKind::Import => Linkage::Import,
+            SlotKind::Record(_) => continue,
         };
         let id = object_module
             .declare_function(&slot.symbol, linkage, &slot.signature)
@@ -50,13 +55,46 @@ pub(super) fn declare(
     Ok(ids)
 }
 
-/// Defines the code of every function with code, in layout order.
+/// Declares and defines each record of `records` (read-only data, local, aligned to its widest
+/// field), in order; returns each record slot's data id.
+pub(super) fn define_records(
+    object_module: &mut ObjectModule,
+    slots: &Slots,
+    records: &[ConstantRecord],
+) -> Result<FxHashMap<u32, DataId>, ObjectError> {
+    let little_endian = matches!(
+        object_module.isa().endianness(),
+        cranelift_codegen::ir::Endianness::Little
+    );
+    let mut ids = FxHashMap::default();
+    for (i, slot) in slots.slots.iter().enumerate() {
+        let SlotKind::Record(r) = slot.kind else {
+            continue;
+        };
+        let record = &records[r];
+        let id = object_module
+            .declare_data(&slot.symbol, Linkage::Local, false, false)
+            .map_err(|source| ObjectError::Declare {
+                name: slot.name.to_string(),
+                source: Box::new(source),
+            })?;
+        let mut data = DataDescription::new();
+        data.set_align(record.alignment());
+        data.define(record.bytes(little_endian).into_boxed_slice());
+        object_module.define_data(id, &data)?;
+        ids.insert(i as u32, id);
+    }
+    Ok(ids)
+}
+
+/// Defines the code of every function with code, in layout order; a relocation against a
+/// record slot names its data object (`records`).
 pub(super) fn define(
     object_module: &mut ObjectModule,
     module: &ClifModule,
     slots: &Slots,
     code: &PrimaryMap<FunctionId, Code>,
-    id_of: impl Fn(u32) -> FuncId,
+    (id_of, records): (impl Fn(u32) -> FuncId, &FxHashMap<u32, DataId>),
     jump: &JumpThunk,
 ) -> Result<Defined, ObjectError> {
     let mut defined = Defined::default();
@@ -75,7 +113,10 @@ pub(super) fn define(
                         kind: r.kind,
                         addend: r.addend,
                         name: match &r.target {
-                            Target::Slot(s) => ModuleRelocTarget::user(0, id_of(*s).as_u32()),
+                            Target::Slot(s) => match records.get(s) {
+                                Some(data) => ModuleRelocTarget::user(1, data.as_u32()),
+                                None => ModuleRelocTarget::user(0, id_of(*s).as_u32()),
+                            },
                             Target::SelfOffset(off) => {
                                 ModuleRelocTarget::FunctionOffset(id_of(slot), *off)
                             }

@@ -111,6 +111,19 @@ pub fn write_object(
     removed_by_merge: usize,
     options: &ObjectOptions,
 ) -> Result<ObjectOutput, ObjectError> {
+    write_object_with_records(module, removed_by_merge, options, &[])
+}
+
+/// [`write_object`] of a module whose similar groups pass read-only records of constants
+/// (`SimilarGroup::records`, with [`crate::similar::SimilarOptions::records`]): each record is
+/// a local data object of the object's read-only data, which the thunks and callers that pass
+/// it name by a `symbol` global value.
+pub fn write_object_with_records(
+    module: &ClifModule,
+    removed_by_merge: usize,
+    options: &ObjectOptions,
+    records: &[crate::similar::ConstantRecord],
+) -> Result<ObjectOutput, ObjectError> {
     linkonce::check_no_alias_of_linkonce(module)?;
     let isa = target::build_isa(options)?;
     let macho = match options.target.binary_format {
@@ -123,7 +136,7 @@ pub fn write_object(
         }
     };
     // Phases 1 to 3.
-    let slots = slots::Slots::new(module, &target::build_identity(&*isa));
+    let slots = slots::Slots::new(module, records, &target::build_identity(&*isa));
     let refs = ModuleRefs::of(module);
     let mut code = code::compile_all(module, &slots, &*isa)?;
     let folds = if options.fold_machine_code {
@@ -145,7 +158,15 @@ pub fn write_object(
     let ids = define::declare(&mut object_module, &slots, &code)?;
     let id_of = |slot: u32| ids[slot as usize].expect("every referenced slot is declared");
     let jump = target::jump_thunk(&options.target, isa.is_branch_protection_enabled());
-    let defined = define::define(&mut object_module, module, &slots, &code, id_of, &jump)?;
+    let record_ids = define::define_records(&mut object_module, &slots, records)?;
+    let defined = define::define(
+        &mut object_module,
+        module,
+        &slots,
+        &code,
+        (id_of, &record_ids),
+        &jump,
+    )?;
     let product = object_module.finish();
     let mut object = product.object;
     let symbol_of = |slot: u32| product.functions[id_of(slot)].expect("defined above").0;

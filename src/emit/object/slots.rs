@@ -1,6 +1,7 @@
 //! Phase 1: every defined function, alias and import gets a *slot*, a number its relocations use.
 
 use crate::module::{ClifModule, FuncName, FunctionId, SymbolLinkage};
+use crate::similar::ConstantRecord;
 use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData, UserExternalName};
 use rustc_hash::FxHashMap;
 
@@ -32,6 +33,8 @@ pub(super) enum SlotKind {
     /// An alias: the name of its target.
     Alias(FuncName),
     Import,
+    /// A read-only record of a similar group's constants (the index in the records given).
+    Record(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -47,15 +50,16 @@ pub(super) struct Slot {
 }
 
 /// Phase 1: the slots, in a deterministic order (defined functions in module order, aliases,
-/// then imports in order of first reference).
+/// records, then imports in order of first reference).
 pub(super) struct Slots {
     pub(super) slots: Vec<Slot>,
     pub(super) index: FxHashMap<FuncName, u32>,
 }
 
 impl Slots {
-    /// The slots of `module`, compiled as `build` (see [`super::target::build_identity`]).
-    pub(super) fn new(module: &ClifModule, build: &str) -> Slots {
+    /// The slots of `module` and its `records`, compiled as `build` (see
+    /// [`super::target::build_identity`]).
+    pub(super) fn new(module: &ClifModule, records: &[ConstantRecord], build: &str) -> Slots {
         let mut slots = Slots {
             slots: Vec::new(),
             index: FxHashMap::default(),
@@ -80,6 +84,17 @@ impl Slots {
                 kind: SlotKind::Alias(alias.target.clone()),
                 linkage: alias.linkage,
                 signature,
+            });
+        }
+        for (i, record) in records.iter().enumerate() {
+            slots.add(Slot {
+                symbol: symbol_name(&record.name),
+                name: record.name.clone(),
+                kind: SlotKind::Record(i),
+                linkage: SymbolLinkage::Local,
+                signature: cranelift_codegen::ir::Signature::new(
+                    cranelift_codegen::isa::CallConv::SystemV,
+                ),
             });
         }
         for mf in module.functions() {

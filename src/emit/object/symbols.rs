@@ -29,7 +29,7 @@ pub(super) fn define_aliases(
                 Code::AliasOf(t) => t,
                 _ => continue,
             },
-            SlotKind::Import => continue,
+            SlotKind::Import | SlotKind::Record(_) => continue,
         };
         let target = final_target(slots, code, target);
         let (value, size, section) = {
@@ -66,7 +66,7 @@ pub(super) fn symbol_map(
     let mut symbols = BTreeMap::new();
     for slot in &slots.slots {
         let has_symbol = match slot.kind {
-            SlotKind::Import => false,
+            SlotKind::Import | SlotKind::Record(_) => false,
             SlotKind::Defined(id) => !matches!(code[id], Code::Removed),
             SlotKind::Alias(_) => true,
         };
@@ -88,7 +88,7 @@ fn final_target(slots: &Slots, code: &PrimaryMap<FunctionId, Code>, mut slot: u3
                 Code::AliasOf(t) => t,
                 _ => return slot,
             },
-            SlotKind::Import => return slot,
+            SlotKind::Import | SlotKind::Record(_) => return slot,
         };
         slot = next;
     }
