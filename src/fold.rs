@@ -92,7 +92,7 @@ pub fn fold(
                 by_class && foldable(target)
             }),
             // Not a candidate: alone in its class.
-            _ => Fingerprint::unique(f.as_u32()),
+            _ => Fingerprint::unique(),
         })
         .collect();
     let hashes: PrimaryMap<FunctionId, u64> = fingerprints.values().map(hash).collect();

@@ -344,9 +344,8 @@ mod tests {
             let n = elements.len();
             let map = elements
                 .into_iter()
-                .enumerate()
-                .map(|(i, (token, refs, unique))| match unique {
-                    0 => Fingerprint::unique(i as u32),
+                .map(|(token, refs, unique)| match unique {
+                    0 => Fingerprint::unique(),
                     _ => Fingerprint {
                         tokens: vec![token],
                         class_refs: refs.into_iter().map(|r| FunctionId::new(r % n)).collect(),
@@ -363,7 +362,7 @@ mod tests {
         fn refinement_is_the_greatest_fixpoint((fingerprints, hash_bits) in elements()) {
             let hashes: PrimaryMap<FunctionId, u64> = fingerprints
                 .values()
-                .map(|fp| u64::from(fp.tokens[0]) & ((1 << hash_bits) - 1))
+                .map(|fp| fp.tokens.first().map_or(0, |&t| u64::from(t)) & ((1 << hash_bits) - 1))
                 .collect::<Vec<_>>()
                 .into();
             prop_assert_eq!(refine(&fingerprints, &hashes), naive(&fingerprints));

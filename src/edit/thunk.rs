@@ -76,9 +76,10 @@ pub(crate) fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) 
 
 /// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else.
 fn write_thunk_body(func: &mut Function, f: &FuncName) {
-    let sig = func.signature.clone();
     let callee_name = f.to_external(func);
-    let sig_ref = func.import_signature(sig.clone());
+    // One copy of the signature, the callee's; the parameters are read from the function's own.
+    let sig = func.signature.clone();
+    let sig_ref = func.import_signature(sig);
     let callee = func.import_function(ExtFuncData {
         name: callee_name,
         signature: sig_ref,
@@ -86,13 +87,15 @@ fn write_thunk_body(func: &mut Function, f: &FuncName) {
         patchable: false,
     });
     let block = func.dfg.make_block();
-    for param in &sig.params {
-        func.dfg.append_block_param(block, param.value_type);
+    for i in 0..func.signature.params.len() {
+        let ty = func.signature.params[i].value_type;
+        func.dfg.append_block_param(block, ty);
     }
+    let tail = func.signature.call_conv == CallConv::Tail;
     let mut pos = FuncCursor::new(func);
     pos.insert_block(block);
     let args = pos.func.dfg.block_params(block).to_vec();
-    if sig.call_conv == CallConv::Tail {
+    if tail {
         pos.ins().return_call(callee, &args);
     } else {
         let call = pos.ins().call(callee, &args);

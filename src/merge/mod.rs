@@ -131,7 +131,7 @@ pub(crate) fn analyse_with_shapes(
     }
     // Each fingerprint is hashed as soon as it is written, while its tokens are in the cache.
     let (fingerprints, hashes): (Vec<Fingerprint>, Vec<u64>) =
-        parallel::map(&ids, FingerprintWriter::new, |writer, i, &f| {
+        parallel::map(&ids, FingerprintWriter::new, |writer, _, &f| {
             let fingerprint = match shapes[f].map(|s| shape_count[&s]) {
                 Some(2..) => {
                     let resolver = DeclaredResolver {
@@ -140,7 +140,7 @@ pub(crate) fn analyse_with_shapes(
                     };
                     writer.write(&module.function(f).func, &resolver)
                 }
-                _ => Fingerprint::unique(i as u32),
+                _ => Fingerprint::unique(),
             };
             let hash = compare::hash(&fingerprint);
             (fingerprint, hash)
