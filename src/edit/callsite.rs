@@ -22,10 +22,11 @@ pub struct ExtraArgument {
     /// For a [`Hole::Callee`], the callee's signature: the address is taken with `func_addr`
     /// of a declaration with this signature.
     pub signature: Option<Signature>,
-    /// For a [`Hole::Callee`], whether that declaration is `colocated` (the address is
-    /// PC-relative). A module function's is; an import's is what the member's call declared
-    /// (otherwise a GOT load under PIC: a PC-relative address of a function in another shared
-    /// object would not link).
+    /// For a [`Hole::Callee`] or a [`Hole::Name`], whether that declaration or symbol is
+    /// `colocated` (the address is PC-relative). A module function's is; an import's is what the
+    /// member's call declared (otherwise a GOT load under PIC: a PC-relative address of a
+    /// function in another shared object would not link); a similar group's read-only record
+    /// is, being local data of the same object.
     pub colocated: bool,
 }
 
@@ -165,7 +166,7 @@ pub fn materialize(func: &mut Function, inst: Inst, arg: &ExtraArgument) -> Valu
             let gv = pos.func.create_global_value(GlobalValueData::Symbol {
                 name,
                 offset: 0.into(),
-                colocated: false,
+                colocated: arg.colocated,
                 tls: false,
             });
             pos.ins().symbol_value(arg.ty, gv)
@@ -249,7 +250,7 @@ mod tests {
                 ty: I64,
                 value: Hole::Name(FuncName::parse("%table").unwrap()),
                 signature: None,
-                colocated: true,
+                colocated: false,
             },
         ];
         let shared = FuncName::parse("%shared").unwrap();

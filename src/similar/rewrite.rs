@@ -529,6 +529,9 @@ fn arguments(module: &ClifModule, p: &Planned, m: usize) -> Vec<ExtraArgument> {
                 (Hole::Callee(name), Some((_, colocated))) => {
                     *colocated || module.resolve(name).is_some()
                 }
+                // A symbol's address as the members' `symbol` global values take it: through
+                // the GOT, whatever they declared (the hole's key ignores it).
+                (Hole::Name(_), _) => false,
                 _ => true,
             },
             value,
