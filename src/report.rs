@@ -12,7 +12,8 @@ use std::fmt::Write;
 /// similar group and global shared body gains `saved_bytes` (a shared body also `holders`,
 /// the program's functions with its content), and `object` gains
 /// `saved_by_kind{alias, thunk, removed, folded, similar}` (and `global` with a summary) after
-/// `text_bytes_unmerged`.
+/// `text_bytes_unmerged`. A similar group that passes read-only records has `record_bytes`, as
+/// `object` has for all of them: bytes outside text.
 pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
     let mut value = serde_json::to_value(report).expect("a report always serializes");
     if let Some(object) = object {
@@ -23,7 +24,25 @@ pub fn to_json(report: &MergeReport, object: Option<&ObjectReport>) -> String {
         }
         value["object"] = object_value;
     }
+    add_record_bytes(&mut value, report);
     serde_json::to_string_pretty(&value).expect("a report always serializes")
+}
+
+/// Adds `record_bytes` to every similar group that passes read-only records: what its
+/// records add outside text (`saved_bytes` counts text only).
+fn add_record_bytes(value: &mut serde_json::Value, report: &MergeReport) {
+    let Some(groups) = value
+        .get_mut("similar")
+        .and_then(serde_json::Value::as_array_mut)
+    else {
+        return;
+    };
+    for (entry, group) in groups.iter_mut().zip(report.similar.iter().flatten()) {
+        let bytes: u64 = group.records.iter().map(|r| r.footprint()).sum();
+        if bytes > 0 {
+            entry["record_bytes"] = bytes.into();
+        }
+    }
 }
 
 /// Adds `saved_bytes` to every class, similar group and global shared body of the report.
@@ -134,7 +153,7 @@ pub fn to_text_top(
     if let Some(o) = object {
         let _ = writeln!(
             out,
-            "object: {} ({}), text bytes: {}{}",
+            "object: {} ({}), text bytes: {}{}{}",
             o.target,
             o.format,
             o.text_bytes,
@@ -143,7 +162,11 @@ pub fn to_text_top(
                     " (unmerged: {u}, saved: {})",
                     u as i64 - o.text_bytes as i64
                 ))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            match o.record_bytes {
+                0 => String::new(),
+                n => format!(", read-only records: {n} bytes"),
+            }
         );
         let _ = writeln!(
             out,

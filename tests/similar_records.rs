@@ -294,3 +294,43 @@ fn a_record_address_is_pc_relative_without_pic() {
     }
     assert!(seen > 0, "no relocation names a record ({records:?})");
 }
+
+/// The records' bytes are reported, since `text_bytes` and `saved_bytes` count text only: the
+/// object's `record_bytes` covers its read-only data (each record padded to 8), each group that
+/// passes records says its own, and the text report names them.
+#[test]
+fn the_report_counts_the_records_bytes() {
+    use object::{Object as _, ObjectSection as _};
+    let merged = build("x86_64-unknown-linux-gnu", Mode::Safe, true, 1, false);
+    let object = merged.object.as_ref().expect("an object");
+    let file = object::File::parse(&*object.bytes).unwrap();
+    let rodata: u64 = (file.sections())
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with(".rodata")))
+        .map(|s| s.size())
+        .sum();
+    let reported = object.report.record_bytes;
+    assert!(
+        rodata > 0 && rodata <= reported && reported < rodata + 8,
+        ".rodata {rodata}, reported {reported}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&clif_merge::report::to_json(
+        &merged.report,
+        Some(&object.report),
+    ))
+    .unwrap();
+    assert_eq!(json["object"]["record_bytes"], reported);
+    let per_group: u64 = (json["similar"].as_array().unwrap().iter())
+        .filter_map(|g| g["record_bytes"].as_u64())
+        .sum();
+    assert_eq!(per_group, reported);
+    let text = clif_merge::report::to_text(&merged.report, Some(&object.report));
+    assert!(
+        text.contains(&format!("read-only records: {reported} bytes")),
+        "{text}"
+    );
+    let exact = build("x86_64-unknown-linux-gnu", Mode::Safe, false, 1, false);
+    let exact_report = &exact.object.as_ref().unwrap().report;
+    assert_eq!(exact_report.record_bytes, 0);
+    let exact_json = clif_merge::report::to_json(&exact.report, Some(exact_report));
+    assert!(!exact_json.contains("record_bytes"), "absent when 0");
+}

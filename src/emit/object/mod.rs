@@ -74,6 +74,10 @@ pub struct ObjectReport {
     /// The same module compiled without merging or folding (`--size-baseline`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_bytes_unmerged: Option<u64>,
+    /// Bytes of the similar groups' read-only records of constants, each padded to 8 (read-only
+    /// data, not text: what `--similar` added outside `text_bytes`); absent when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub record_bytes: u64,
     /// Functions compiled by Cranelift (not thunks, not folded away).
     pub functions_compiled: usize,
     /// Symbols that are aliases (IR merges and folds).
@@ -91,6 +95,10 @@ pub struct ObjectReport {
     /// similar group and shared body ([`crate::report::to_json`]).
     #[serde(skip)]
     pub sizes: Option<crate::sizes::SizeAttribution>,
+}
+
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 /// An object file's bytes and what it holds.
@@ -203,6 +211,7 @@ pub fn write_object_with_records(
             format: if macho { "macho" } else { "elf" }.to_string(),
             text_bytes: text_bytes(&bytes)?,
             text_bytes_unmerged: None,
+            record_bytes: records.iter().map(|r| r.footprint()).sum(),
             functions_compiled: defined.compiled,
             aliases,
             thunks: defined.thunks,
