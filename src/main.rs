@@ -149,8 +149,8 @@ struct Opts {
     #[arg(long)]
     verify: bool,
 
-    /// With --verify, the argument tuples run per function (default: 64).
-    #[arg(long, value_name = "N", requires = "verify")]
+    /// With --verify, the argument tuples run per function (default: 64, at most 65536).
+    #[arg(long, value_name = "N", requires = "verify", value_parser = verify_runs)]
     verify_runs: Option<std::num::NonZeroUsize>,
 
     /// Global merging, round 2: the combined summary of every unit of the program (from
@@ -158,6 +158,24 @@ struct Opts {
     /// bodies that the linker keeps once.
     #[arg(long, value_name = "FILE.summary")]
     summary: Option<PathBuf>,
+}
+
+/// The most argument tuples `--verify-runs` takes: a function of the corpus takes about a
+/// millisecond per tuple, so a module of 10,000 functions hours at this bound already; beyond
+/// it a typo (or `-1` taken as 2^64 - 1) would only run without end.
+const MAX_VERIFY_RUNS: usize = 65_536;
+
+/// `--verify-runs N`: 1 to [`MAX_VERIFY_RUNS`].
+fn verify_runs(text: &str) -> Result<std::num::NonZeroUsize, String> {
+    let runs: std::num::NonZeroUsize = text
+        .parse()
+        .map_err(|_| format!("not a number of runs from 1 to {MAX_VERIFY_RUNS}"))?;
+    if runs.get() > MAX_VERIFY_RUNS {
+        return Err(format!(
+            "at most {MAX_VERIFY_RUNS} runs per function (each function is run this many times)"
+        ));
+    }
+    Ok(runs)
 }
 
 #[derive(Subcommand, Debug)]

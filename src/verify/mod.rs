@@ -46,7 +46,11 @@
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
 //! the function tests a parameter for equality with and the indices it switches over, which
-//! random numbers miss (`inputs.rs`). The whole check is deterministic.
+//! random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
+//! tuple when one is queued (`guide.rs`): the original side records the operands of each
+//! comparison a branch or a conditional trap decided on, and where a side no run took yet, an
+//! argument equal (up to a small difference) to one operand is made the other operand or its
+//! neighbour. The whole check is deterministic.
 //!
 //! So a run is known without running it twice when nothing it reaches changed: the original
 //! side records every name and address slot it resolved to a function (`Machine`), and when
@@ -54,6 +58,7 @@
 //! bodies, stand-ins of the same kind), the merged side's run is the original's. On real code
 //! most functions are not touched by the merge; this halves their cost.
 
+mod guide;
 mod inputs;
 mod memory;
 mod names;
@@ -132,6 +137,8 @@ pub fn verify_merge(
             Side::new(&resolved[0], &names),
             Side::new(&resolved[1], &names),
         ];
+        // The original side records its decisions, for the guided arguments.
+        sides[0].trace = Some(guide::Trace::default());
         let mut out = VerifyReport::default();
         for mf in piece.iter() {
             check_or_skip(
@@ -279,6 +286,8 @@ fn check_function<'a>(
     let merged_options = options.for_merged_side();
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
+    let mut search = guide::Search::default();
+    let mut guided_lost = 0;
     for run in 0..options.runs {
         if inconclusive >= options.max_inconclusive.max(1) {
             out.cut_short += 1;
@@ -288,7 +297,30 @@ fn check_function<'a>(
         let plain = arguments(&types, run, small, &[], &mut rng.clone());
         let steered = arguments(&types, run, small, &steering, &mut rng);
         let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
-        let (args, a) = run_original(&mut sides[0], func, steered, plain, options, memory_seed);
+        let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
+            .then(|| search.next())
+            .flatten();
+        let is_guided = guided.is_some();
+        let (preferred, share) = match guided {
+            Some(tuple) => (tuple, GUIDED_FUEL_SHARE),
+            None => (steered, STEERED_FUEL_SHARE),
+        };
+        let attempt = options.fuel / share;
+        let (args, a, took_preferred) = run_original(
+            &mut sides[0],
+            func,
+            preferred,
+            plain,
+            attempt,
+            options,
+            memory_seed,
+        );
+        if is_guided && !took_preferred {
+            guided_lost += 1;
+        }
+        if let Some(trace) = &sides[0].trace {
+            search.absorb(&args, trace);
+        }
         out.runs += 1;
         if a.outcome.is_inconclusive() {
             // Inconclusive whatever the merged side does: not run (the costliest runs).
@@ -325,30 +357,54 @@ fn check_function<'a>(
     out.count_coverage(runs, incomplete, options.runs);
 }
 
-/// The original side of a run: on the `steered` arguments when they differ from the `plain`
-/// ones and that run ends within a quarter of the fuel, else on the `plain` ones (steering
-/// values take a run where random ones do not; where that is a loop too long to check, the
-/// run is what it would have been without them). The arguments run, and the run.
+/// The first run that may take guided arguments (`guide.rs`): the runs before it are the edge
+/// values of every parameter.
+const GUIDED_FROM: usize = 6;
+
+/// Whether run `run` (from [`GUIDED_FROM`]) takes a queued guided tuple when there is one,
+/// rather than random arguments.
+fn guided_turn(run: usize) -> bool {
+    run % 2 == 1
+}
+
+/// The share of the fuel a run on steering values may take before the run is redone on the
+/// plain arguments.
+const STEERED_FUEL_SHARE: u64 = 4;
+
+/// The share of the fuel a run on a guided tuple may take: less, since a guided tuple aims at a
+/// side no run took yet, often a loop's or a recursion's that does not end.
+const GUIDED_FUEL_SHARE: u64 = 8;
+
+/// Guided tuples of a function that may fail to end in their share of the fuel before the
+/// function takes no more (each costs that share and a plain run).
+const MAX_GUIDED_LOST: usize = 2;
+
+/// The original side of a run: on the `preferred` arguments (steering values or a guided
+/// tuple) when they differ from the `plain` ones and that run ends within `attempt_fuel`,
+/// else on the `plain` ones (preferred arguments take a run where random ones do not; where
+/// that is a loop too long to check, the run is what it would have been without them). The
+/// arguments run, the run, and whether the preferred arguments were taken.
 fn run_original<'a>(
     side: &mut Side<'a>,
     func: &'a Function,
-    steered: Vec<DataValue>,
+    preferred: Vec<DataValue>,
     plain: Vec<DataValue>,
+    attempt_fuel: u64,
     options: &VerifyOptions,
     memory_seed: u64,
-) -> (Vec<DataValue>, Run) {
-    if steered.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
+) -> (Vec<DataValue>, Run, bool) {
+    if preferred.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
         let attempt = VerifyOptions {
-            fuel: options.fuel / 4,
+            fuel: attempt_fuel,
             ..options.clone()
         };
-        let run = side.run(func, &steered, &attempt, memory_seed);
+        let run = side.run(func, &preferred, &attempt, memory_seed);
         if !run.outcome.is_inconclusive() {
-            return (steered, run);
+            return (preferred, run, true);
         }
     }
     let run = side.run(func, &plain, options, memory_seed);
-    (plain, run)
+    (plain, run, false)
 }
 
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for

@@ -1,6 +1,7 @@
 //! One module ready to run, and one run of a function in it: the interpreter's loop, with calls
 //! followed here so that every run ends.
 
+use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
@@ -24,6 +25,8 @@ pub(super) struct Side<'a> {
     at: Option<(&'a Function, Inst)>,
     /// What the last unsupported run stopped at: an opcode, or what else it was.
     pub(super) unsupported_at: String,
+    /// The decisions of the last run, when they are recorded (the original side).
+    pub(super) trace: Option<Trace>,
 }
 
 impl<'a> Side<'a> {
@@ -33,6 +36,7 @@ impl<'a> Side<'a> {
             stubs: resolved.stubs.clone(),
             at: None,
             unsupported_at: String::new(),
+            trace: None,
         }
     }
 
@@ -58,6 +62,9 @@ impl<'a> Side<'a> {
         let mut imports = Vec::new();
         self.state.reset(memory_seed);
         self.at = None;
+        if let Some(trace) = &mut self.trace {
+            trace.clear();
+        }
         let result = crate::guard::catch(|| self.execute(entry, args, options, &mut imports));
         let outcome = match result {
             Ok(outcome) => outcome,
@@ -123,6 +130,13 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         let func = self.state.current_frame().function();
         self.at = Some((func, pc));
+        if let Some(trace) = &mut self.trace
+            && (func.dfg.insts[pc].opcode().is_branch()
+                || matches!(func.dfg.insts[pc].opcode(), Opcode::Trapz | Opcode::Trapnz))
+        {
+            let frame = self.state.current_frame();
+            trace.record(func, pc, |v| frame.get(v).clone());
+        }
         if let Some((callee, sig, args)) = self.opaque_callee(func, pc) {
             let rets = opaque_call(callee, sig, args, imports)?;
             return if matches!(

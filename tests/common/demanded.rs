@@ -12,11 +12,18 @@
 //! a pure operation what its result's demanded bits need of the operand (`iadd`: the bits up
 //! to the highest demanded one; `band x, 3`: bits 0 and 1 of `x`; `ireduce`: the low bits;
 //! anything else: all bits once any bit of the result is demanded).
+//!
+//! Instructions after a trap that always fires where it stands are never run, and demand
+//! nothing (`executed_insts`): `trap`, `trapz` of zero, `trapnz` of a value known not to be
+//! zero there (a nonzero constant; the condition of the `brif` whose taken side is the only way
+//! into the block; `umax`, `bor` or an extension of one; `band x, (band x, m)`, which is
+//! `band x, m`; a product of one by a constant that cannot wrap to zero, the factor bounded by
+//! a mask). Each fact rests only on values that the trap's condition demands in full, so a
+//! corruption of bits nothing demands leaves the trap firing as before.
 
-use super::mutate::reachable_insts;
 use clif_merge::{ClifModule, FuncName};
 use cranelift_codegen::ir::{
-    Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, immediates::Imm64,
+    Block, Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, immediates::Imm64,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -255,7 +262,7 @@ pub fn demanded_values(
     module: &ClifModule,
     params: &DemandedParams,
 ) -> HashMap<Value, u128> {
-    let insts = reachable_insts(func);
+    let insts = executed_insts(func);
     let mut demand: HashMap<Value, u128> = HashMap::new();
     let get = |demand: &HashMap<Value, u128>, v: Value| {
         demand
@@ -320,6 +327,185 @@ pub fn demanded_values(
             return demand;
         }
     }
+}
+
+/// The instructions of `func` that some run may execute, in the order of their blocks from
+/// the entry: a block's instructions up to a trap that always fires there (included), and the
+/// blocks its branches reach when it has none.
+pub fn executed_insts(func: &Function) -> Vec<Inst> {
+    let Some(entry) = func.layout.entry_block() else {
+        return Vec::new();
+    };
+    let preds = predecessors(func);
+    let mut seen: BTreeSet<Block> = [entry].into_iter().collect();
+    let mut queue = std::collections::VecDeque::from([entry]);
+    let mut insts = Vec::new();
+    while let Some(block) = queue.pop_front() {
+        let mut completes = true;
+        for inst in func.layout.block_insts(block) {
+            insts.push(inst);
+            if always_traps(func, inst, block, &preds) {
+                completes = false;
+                break;
+            }
+        }
+        let Some(last) = func.layout.last_inst(block).filter(|_| completes) else {
+            continue;
+        };
+        let dfg = &func.dfg;
+        for call in dfg.insts[last].branch_destination(&dfg.jump_tables, &dfg.exception_tables) {
+            let next = call.block(&dfg.value_lists);
+            if seen.insert(next) {
+                queue.push_back(next);
+            }
+        }
+    }
+    insts
+}
+
+/// Every block's ways in: the branch and which of its destinations.
+type Predecessors = HashMap<Block, Vec<(Inst, usize)>>;
+
+fn predecessors(func: &Function) -> Predecessors {
+    let dfg = &func.dfg;
+    let mut preds: Predecessors = HashMap::new();
+    for block in func.layout.blocks() {
+        let Some(last) = func.layout.last_inst(block) else {
+            continue;
+        };
+        let dests = dfg.insts[last].branch_destination(&dfg.jump_tables, &dfg.exception_tables);
+        for (k, call) in dests.iter().enumerate() {
+            preds
+                .entry(call.block(&dfg.value_lists))
+                .or_default()
+                .push((last, k));
+        }
+    }
+    preds
+}
+
+/// Whether `inst`, in `block`, is a trap that fires whenever it runs.
+fn always_traps(func: &Function, inst: Inst, block: Block, preds: &Predecessors) -> bool {
+    match func.dfg.insts[inst] {
+        InstructionData::Trap { .. } => true,
+        InstructionData::CondTrap {
+            opcode: Opcode::Trapz,
+            arg,
+            ..
+        } => constant(func, arg) == Some(0),
+        InstructionData::CondTrap {
+            opcode: Opcode::Trapnz,
+            arg,
+            ..
+        } => nonzero(func, arg, block, preds, 6),
+        _ => false,
+    }
+}
+
+/// Whether the integer `v` is known not to be zero wherever it is used in `block` (see the
+/// module docs), looking `depth` definitions deep.
+fn nonzero(func: &Function, v: Value, block: Block, preds: &Predecessors, depth: u32) -> bool {
+    let v = func.dfg.resolve_aliases(v);
+    if depth == 0 || !func.dfg.value_type(v).is_int() {
+        return false;
+    }
+    if let Some(c) = constant(func, v) {
+        return c != 0;
+    }
+    if tested_nonzero(func, v, block, preds) {
+        return true;
+    }
+    let ValueDef::Result(inst, _) = func.dfg.value_def(v) else {
+        return false;
+    };
+    let args = func.dfg.inst_args(inst);
+    let deeper = |a: Value| nonzero(func, a, block, preds, depth - 1);
+    match func.dfg.insts[inst].opcode() {
+        Opcode::Bor | Opcode::Umax => args.iter().any(|&a| deeper(a)),
+        Opcode::Uextend | Opcode::Sextend => deeper(args[0]),
+        Opcode::Band => (0..2).any(|k| {
+            // `band x, y` where `y` is `band x, m`: that is `y`.
+            let (x, y) = (func.dfg.resolve_aliases(args[k]), args[1 - k]);
+            is_band_of(func, y, x) && deeper(y)
+        }),
+        Opcode::Imul => (0..2).any(|k| {
+            let Some(c) = constant(func, args[1 - k]) else {
+                return false;
+            };
+            let width = func.dfg.value_type(v).bits();
+            let magnitude = sign_extend(c, width).unsigned_abs();
+            let fits = |bound: u128| {
+                bound
+                    .checked_mul(magnitude)
+                    .is_some_and(|p| width >= 128 || p >> width == 0)
+            };
+            c != 0 && upper_bound(func, args[k], 6).is_some_and(fits) && deeper(args[k])
+        }),
+        _ => false,
+    }
+}
+
+/// Whether `block` (and each block on its one way in, a few steps up) is entered only through
+/// the taken side of a `brif` of `v`.
+fn tested_nonzero(func: &Function, v: Value, block: Block, preds: &Predecessors) -> bool {
+    let mut at = block;
+    for _ in 0..8 {
+        let Some(&[(branch, side)]) = preds.get(&at).map(Vec::as_slice) else {
+            return false;
+        };
+        if let InstructionData::Brif { arg, .. } = func.dfg.insts[branch]
+            && side == 0
+            && func.dfg.resolve_aliases(arg) == v
+        {
+            return true;
+        }
+        match func.layout.inst_block(branch) {
+            Some(b) => at = b,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Whether `y` is `band x, m` (either order).
+fn is_band_of(func: &Function, y: Value, x: Value) -> bool {
+    let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(y)) else {
+        return false;
+    };
+    func.dfg.insts[inst].opcode() == Opcode::Band
+        && func
+            .dfg
+            .inst_args(inst)
+            .iter()
+            .any(|&a| func.dfg.resolve_aliases(a) == x)
+}
+
+/// A bound on the unsigned value of `v`: a constant's value, the least of a mask's operands'
+/// bounds, an unsigned extension's operand's.
+fn upper_bound(func: &Function, v: Value, depth: u32) -> Option<u128> {
+    if let Some(c) = constant(func, v) {
+        return Some(c);
+    }
+    let ValueDef::Result(inst, _) = func.dfg.value_def(func.dfg.resolve_aliases(v)) else {
+        return None;
+    };
+    if depth == 0 {
+        return None;
+    }
+    let args = func.dfg.inst_args(inst);
+    match func.dfg.insts[inst].opcode() {
+        Opcode::Band => args
+            .iter()
+            .filter_map(|&a| upper_bound(func, a, depth - 1))
+            .min(),
+        Opcode::Uextend => upper_bound(func, args[0], depth - 1),
+        _ => None,
+    }
+}
+
+fn sign_extend(c: u128, width: u32) -> i128 {
+    let unused = 128 - width.min(128);
+    ((c << unused) as i128) >> unused
 }
 
 /// The callee's name of a direct call `inst`.
