@@ -110,7 +110,7 @@ fn verify_reports_a_wrong_merge_of_a_thread_local_and_a_plain_symbol() {
 /// `0x1235 + 0x1235`): steering values take only constants a parameter is compared with
 /// directly, and random arguments never hit 0x2468 or 0x246a, so the wrong merge passes.
 #[test]
-#[ignore = "defect: --verify's steering values miss a compared constant computed by an iadd"]
+
 fn verify_reports_a_wrong_merge_of_equality_tests_against_computed_constants() {
     let body = |k: u32| {
         format!(

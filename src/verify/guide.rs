@@ -4,6 +4,8 @@
 //! The original side of every run records, at each `brif`, `br_table`, `trapz` and `trapnz` it
 //! executes, the side it took and the values the decision was made on: the two operands of the
 //! `icmp` (or `icmp_imm`) the condition is, else the condition and zero; a `br_table`'s index.
+//! Every `icmp` is a decision of its own too (equal or not, on its operands): a
+//! comparison's result may be returned or stored rather than branched on.
 //! After the run, for each such decision with a side no run took yet, an argument of the run
 //! that *is* one of the operands (its low bits equal it, up to a small difference, as a
 //! parameter minus one or a truncated parameter is) is replaced by the other operand (and its
@@ -89,6 +91,16 @@ impl Trace {
                 let unsigned = (i as u128) & mask(width);
                 let side = u32::try_from(unsigned).map_or(len, |u| u.min(len));
                 (side, len + 1, true, Some((i, 0, width)))
+            }
+            // A comparison whose result is no branch's condition (a value returned, stored,
+            // selected on) decides too: its sides are "equal" and "not equal", and the
+            // neighbours an aimed tuple also tries take an ordered one's both ways.
+            InstructionData::IntCompare { args, .. } => {
+                let (a, b) = (get(args[0]), get(args[1]));
+                let (Some((a, width)), Some((b, _))) = (signed(&a), signed(&b)) else {
+                    return;
+                };
+                (u32::from(a != b), 2, false, Some((a, b, width)))
             }
             _ => return,
         };

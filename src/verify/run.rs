@@ -132,7 +132,10 @@ impl<'a> Side<'a> {
         self.at = Some((func, pc));
         if let Some(trace) = &mut self.trace
             && (func.dfg.insts[pc].opcode().is_branch()
-                || matches!(func.dfg.insts[pc].opcode(), Opcode::Trapz | Opcode::Trapnz))
+                || matches!(
+                    func.dfg.insts[pc].opcode(),
+                    Opcode::Trapz | Opcode::Trapnz | Opcode::Icmp
+                ))
         {
             let frame = self.state.current_frame();
             trace.record(func, pc, |v| frame.get(v).clone());
