@@ -2,7 +2,7 @@
 //! not define.
 
 use crate::module::{ClifModule, FuncName};
-use cranelift_codegen::ir::{Function, Signature, UserFuncName};
+use cranelift_codegen::ir::{Function, Opcode, Signature, UserFuncName};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -216,4 +216,62 @@ impl Unchanged {
             .collect();
         Unchanged { names, slots }
     }
+}
+
+impl Unchanged {
+    /// The names whose every run is the same on both sides without running it: an unchanged
+    /// function (`names`) that calls no address and whose direct callees are all such names
+    /// too. Nothing else makes a run of such a function differ: an address it takes or reads is
+    /// the same number on both sides (slots are shared), and what it calls is the same code,
+    /// down to every stand-in. The greatest such set: a name leaves it when it calls one that
+    /// left, through its callers.
+    pub(super) fn closed(&self, a: &Resolved, names: &Names) -> Vec<bool> {
+        let n = self.names.len();
+        let mut closed = self.names.clone();
+        let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut left: Vec<usize> = Vec::new();
+        for (i, func) in a.by_name.iter().enumerate() {
+            match direct_callees(func, names) {
+                Some(callees) => {
+                    for c in callees {
+                        callers[c].push(i);
+                    }
+                }
+                None => closed[i] = false,
+            }
+            if !closed[i] {
+                left.push(i);
+            }
+        }
+        while let Some(c) = left.pop() {
+            for &caller in &callers[c] {
+                if closed[caller] {
+                    closed[caller] = false;
+                    left.push(caller);
+                }
+            }
+        }
+        closed
+    }
+}
+
+/// The name indices of the functions `func` may call directly (every function it declares);
+/// None when it calls through an address, which may reach any function.
+fn direct_callees(func: &Function, names: &Names) -> Option<Vec<usize>> {
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            if matches!(
+                func.dfg.insts[inst].opcode(),
+                Opcode::CallIndirect | Opcode::ReturnCallIndirect | Opcode::TryCallIndirect
+            ) {
+                return None;
+            }
+        }
+    }
+    Some(
+        (func.dfg.ext_funcs.values())
+            .filter_map(|ext| FuncName::of_external(&ext.name, func))
+            .filter_map(|name| names.index_of.get(&name).map(|&i| i as usize))
+            .collect(),
+    )
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 /// What the check found.
 #[derive(Clone, Debug, Default)]
 pub struct VerifyReport {
-    /// Functions run on both sides.
+    /// Functions checked: run on both sides, or unchanged.
     pub functions: usize,
     /// Argument tuples run (each on both sides), inconclusive and unsupported ones included.
     pub runs: usize,
@@ -26,6 +26,9 @@ pub struct VerifyReport {
     pub partly_checked: usize,
     /// Functions no run of which ran to the end on both sides (skipped ones included).
     pub unchecked: usize,
+    /// Functions not run because nothing they run changed: the same body, calling no address,
+    /// calling only functions of which the same holds (their runs would be the same).
+    pub unchanged: usize,
     /// Every run that behaved differently.
     pub mismatches: Vec<Mismatch>,
 }
@@ -37,12 +40,12 @@ impl VerifyReport {
     }
 
     /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped);
-    /// F fully checked, P partly, Z not at all`, then what the unsupported runs stopped at, most
-    /// frequent first (`; unsupported: get_frame_pointer 12, ...`).
+    /// F fully checked, P partly, Z not at all, C unchanged`, then what the unsupported runs
+    /// stopped at, most frequent first (`; unsupported: get_frame_pointer 12, ...`).
     pub fn summary(&self) -> String {
         let mut text = format!(
             "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, \
-             {} skipped); {} fully checked, {} partly, {} not at all",
+             {} skipped); {} fully checked, {} partly, {} not at all, {} unchanged",
             self.functions,
             self.runs,
             self.mismatches.len(),
@@ -51,7 +54,8 @@ impl VerifyReport {
             self.skipped,
             self.fully_checked,
             self.partly_checked,
-            self.unchecked
+            self.unchecked,
+            self.unchanged
         );
         let mut at: Vec<(&String, &usize)> = self.unsupported_at.iter().collect();
         at.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -104,6 +108,7 @@ impl VerifyReport {
         self.fully_checked += other.fully_checked;
         self.partly_checked += other.partly_checked;
         self.unchecked += other.unchecked;
+        self.unchanged += other.unchanged;
         self.mismatches.extend(other.mismatches);
     }
 
