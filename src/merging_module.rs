@@ -668,7 +668,13 @@ fn merge_and_define<M: Module>(
         define_in(inner, held.id, held.func, &mut held.ctrl_plane)?;
         defined.insert(held.id);
     }
-    let (report, _) = merge_module_with_options(&mut cm, options);
+    // The inner module gets functions only: read-only records (data objects a similar group's
+    // members would name) are the object writer's, so groups pass stack arguments here.
+    let mut options = options.clone();
+    if let Some(similar) = &mut options.similar {
+        similar.records = Some(false);
+    }
+    let (report, _) = merge_module_with_options(&mut cm, &options);
     let stand_ins = crate::pass::stand_ins_by_id(&cm, &report);
 
     // Private copies (ids past the defined functions) become anonymous functions of the inner

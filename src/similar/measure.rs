@@ -40,6 +40,22 @@ impl SizeJudge {
         SizeJudge { isa }
     }
 
+    /// What taking one read-only record's address costs beside the code, or None where it
+    /// would be an absolute relocation in text (aarch64 without PIC: a position-independent
+    /// executable linked from the object would need text relocations, which ld.lld leaves
+    /// broken). Under PIC Cranelift loads every symbol's address from the GOT: an entry (8
+    /// bytes) and its dynamic relocation (an ELF `R_*_RELATIVE`, 24 bytes) per record. x86_64
+    /// without PIC takes a colocated symbol's address with a PC-relative `lea`: nothing.
+    pub(super) fn record_address_cost(&self) -> Option<u64> {
+        if self.isa.flags().is_pic() {
+            Some(8 + 24)
+        } else if self.isa.triple().architecture == target_lexicon::Architecture::X86_64 {
+            Some(0)
+        } else {
+            None
+        }
+    }
+
     /// What identifies the code the ISA makes: its triple and every setting.
     fn identity(&self) -> String {
         let isa_flags: Vec<String> = (self.isa.isa_flags().iter())

@@ -148,7 +148,9 @@ fn measured(
             callers: &callers[g],
         };
         let stack = judge.saving(ctx, &options.cost, &variant.trial(None));
+        let address_cost = judge.record_address_cost();
         let record = (options.with_records()
+            && address_cost.is_some()
             && p.shape.stack_arguments > 0
             && p.self_calls.is_empty())
         .then(|| RecordLayout::of(&p.layout))
@@ -163,11 +165,13 @@ fn measured(
         let Some(record) = record else {
             return stack.map(|s| (s, None));
         };
+        // Each record's bytes, and what taking its address adds beside the code.
         let data: u64 = (0..p.members.len())
             .map(|m| {
                 record
                     .record(&p.layout, m, record_name(&p.name, m))
                     .footprint()
+                    + address_cost.unwrap_or(0)
             })
             .sum();
         let mut trial = variant.trial(Some(&record));
