@@ -437,73 +437,26 @@ fn hostile_records_run_as_unmerged_aarch64() {
     records_run_as_unmerged(true);
 }
 
-/// Whether relocation flags `flags` load the target's address from the GOT.
-fn is_got_load(flags: object::RelocationFlags) -> bool {
-    use object::{elf, macho};
-    match flags {
-        object::RelocationFlags::Elf { r_type } => matches!(
-            r_type,
-            elf::R_X86_64_GOTPCREL
-                | elf::R_X86_64_GOTPCRELX
-                | elf::R_X86_64_REX_GOTPCRELX
-                | elf::R_AARCH64_ADR_GOT_PAGE
-                | elf::R_AARCH64_LD64_GOT_LO12_NC
-        ),
-        object::RelocationFlags::MachO { r_type, .. } => matches!(
-            r_type,
-            macho::X86_64_RELOC_GOT_LOAD
-                | macho::X86_64_RELOC_GOT
-                | macho::ARM64_RELOC_GOT_LOAD_PAGE21
-                | macho::ARM64_RELOC_GOT_LOAD_PAGEOFF12
-        ),
-        _ => false,
-    }
-}
-
-/// The relocations of `bytes` against `symbols`, each as (section, offset, flags).
-fn relocations_against(bytes: &[u8], symbols: &[String]) -> Vec<(String, u64, String, bool)> {
-    let file = object::File::parse(bytes).unwrap();
-    let mut found = Vec::new();
-    for section in file.sections() {
-        for (offset, reloc) in section.relocations() {
-            let RelocationTarget::Symbol(index) = reloc.target() else {
-                continue;
-            };
-            let symbol = file.symbol_by_index(index).unwrap();
-            let name = symbol.name().unwrap_or("").to_string();
-            if symbols.contains(&name) {
-                found.push((
-                    name,
-                    offset,
-                    format!("{:?}", reloc.flags()),
-                    is_got_load(reloc.flags()),
-                ));
-            }
-        }
-    }
-    found
-}
-
 /// A record is a local symbol of the object it is in: its address is PC-relative (`lea`,
-/// `adrp`+`add`), never loaded from the GOT. A GOT load costs each record a GOT entry and, in a
-/// position-independent link, a dynamic relocation (`R_X86_64_RELATIVE`, 24 bytes): exactly
-/// what docs/similar.md says records avoid by holding only constants. ld.bfd and gold relax
-/// `R_X86_64_GOTPCREL` against a local symbol to a `lea`; ld.lld does not (it relaxes only
-/// `GOTPCRELX`), see `records_add_no_got_entries_to_a_shared_library_linked_by_lld`.
+/// `adrp`+`add`), or at least loaded through a relocation the linker may relax into one
+/// (`R_X86_64_REX_GOTPCRELX`), never by a plain GOT load. A GOT load costs each record a GOT
+/// entry and, in a position-independent link, a dynamic relocation (`R_X86_64_RELATIVE` /
+/// `R_AARCH64_RELATIVE`, 24 bytes): exactly what docs/similar.md says records avoid by holding
+/// only constants. ld.bfd and gold relax `R_X86_64_GOTPCREL` against a local symbol into a
+/// `lea`, ld.lld does not (only the `GOTPCRELX` forms); on aarch64 neither bfd nor lld relaxes
+/// `ADR_GOT_PAGE` + `LD64_GOT_LO12_NC` here (see `..._shared_library_...` below). Cranelift's
+/// x86_64 backend loads every `symbol_value` from the GOT under PIC, colocated or not, so the
+/// object writer (or the way the address is made) has to see to it.
 #[test]
-#[ignore = "defect: a record's address is loaded from the GOT (materialize makes its symbol_value with colocated: false, src/edit/callsite.rs), R_X86_64_GOTPCREL / ADR_GOT_PAGE / Mach-O GOT relocations against a local symbol"]
-fn hostile_records_addresses_are_pc_relative_not_got_loads() {
+#[ignore = "defect: a record's address is loaded from the GOT (R_X86_64_GOTPCREL, R_AARCH64_ADR_GOT_PAGE + LD64_GOT_LO12_NC against the local record symbol)"]
+fn hostile_records_addresses_are_not_plain_got_loads() {
+    use object::elf;
     let text = module(|n, s| mixed_member(n, s, "local"), 1, "system_v");
     let mut bad = Vec::new();
-    for triple in [
-        "x86_64-unknown-linux-gnu",
-        "aarch64-unknown-linux-gnu",
-        "x86_64-apple-darwin",
-        "aarch64-apple-darwin",
-    ] {
+    for triple in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
         for mode in [Mode::Safe, Mode::Thunks] {
             let merged = build(&text, &options(triple, mode, true, false));
-            let records = record_symbols(&merged, triple.contains("apple"));
+            let records = record_symbols(&merged, false);
             assert!(
                 !records.is_empty(),
                 "{triple} {mode:?}: the case passes records"
@@ -515,104 +468,151 @@ fn hostile_records_addresses_are_pc_relative_not_got_loads() {
             );
             bad.extend(
                 (relocs.into_iter())
-                    .filter(|r| r.3)
-                    .map(|r| format!("{triple} {mode:?}: {} at {:#x}: {}", r.0, r.1, r.2)),
+                    .filter(|r| {
+                        matches!(
+                            r.2,
+                            object::RelocationFlags::Elf {
+                                r_type: elf::R_X86_64_GOTPCREL
+                                    | elf::R_AARCH64_ADR_GOT_PAGE
+                                    | elf::R_AARCH64_LD64_GOT_LO12_NC
+                            }
+                        )
+                    })
+                    .map(|r| format!("{triple} {mode:?}: {} at {:#x}: {:?}", r.0, r.1, r.2)),
             );
         }
     }
     assert!(bad.is_empty(), "GOT loads of records:\n{}", bad.join("\n"));
 }
 
-/// `%kM(i64 × 6) -> i64` exported: two i64 constants, each used once. Eight such members
-/// merge with records (the judge measures that they save a few bytes of `.text` + `.rodata`).
-fn two_constants_module() -> String {
+/// The relocations of `bytes` against `symbols`: (symbol, offset, flags).
+fn relocations_against(
+    bytes: &[u8],
+    symbols: &[String],
+) -> Vec<(String, u64, object::RelocationFlags)> {
+    let file = object::File::parse(bytes).unwrap();
+    let mut found = Vec::new();
+    for section in file.sections() {
+        for (offset, reloc) in section.relocations() {
+            let RelocationTarget::Symbol(index) = reloc.target() else {
+                continue;
+            };
+            let name = file.symbol_by_index(index).unwrap().name().unwrap_or("");
+            if symbols.iter().any(|s| s == name) {
+                found.push((name.to_string(), offset, reloc.flags()));
+            }
+        }
+    }
+    found
+}
+
+/// `%kM`, M < `members`, exported, of `params` i64 parameters: `constants` i64 constants, the
+/// `k`th multiplied into the result, which then adds parameter `k`.
+fn constants_module(params: usize, constants: u64, members: u64) -> String {
     let mut text = String::new();
-    for m in 0..8u64 {
-        let params: Vec<String> = (0..6).map(|i| format!("v{i}: i64")).collect();
-        write!(
+    for m in 0..members {
+        let types = vec!["i64"; params].join(", ");
+        let values: Vec<String> = (0..params).map(|i| format!("v{i}: i64")).collect();
+        writeln!(
             text,
-            "function %k{m}(i64, i64, i64, i64, i64, i64) -> i64 system_v {{\nblock0({}):\n    \
-             v100 = iconst.i64 {}\n    v101 = imul v0, v100\n    v102 = iadd v101, v0\n    \
-             v103 = iconst.i64 {}\n    v104 = imul v102, v103\n    v105 = iadd v104, v1\n    \
-             return v105\n}}\n",
-            params.join(", "),
-            wide(m + 1, 0),
-            wide(m + 1, 1)
+            "function %k{m}({types}) -> i64 system_v {{\nblock0({}):",
+            values.join(", ")
         )
         .unwrap();
+        let mut acc = "v0".to_string();
+        for k in 0..constants {
+            let n = 100 + 3 * k;
+            writeln!(
+                text,
+                "    v{n} = iconst.i64 {}\n    v{a} = imul {acc}, v{n}\n    v{b} = iadd v{a}, v{p}",
+                wide(m + 1, k),
+                a = n + 1,
+                b = n + 2,
+                p = k as usize % params
+            )
+            .unwrap();
+            acc = format!("v{}", n + 2);
+        }
+        writeln!(text, "    return {acc}\n}}").unwrap();
     }
     text
 }
 
-/// The sizes of the named sections of a linked file.
+/// The size of section `name` of a linked file (0 when it has none).
 fn section_size(bytes: &[u8], name: &str) -> u64 {
     let file = object::File::parse(bytes).unwrap();
     file.section_by_name(name).map_or(0, |s| s.size())
 }
 
-/// What the merge does to a shared library linked by ld.lld: records must add no GOT entry
-/// and no dynamic relocation (the judge counts `.text` and the records only), and the library's
-/// code, read-only data, GOT and dynamic relocations together must not grow. Measured
-/// (x86_64, eight members, two constants each): `.got` 32 -> 96 bytes, `.rela.dyn` 168 ->
-/// 360, `.text`+`.rodata`+`.got`+`.rela.dyn` 872 -> 1,065 while the object shrinks 448 -> 424.
-#[test]
-#[ignore = "defect: records' GOT loads give each record a GOT entry and an R_X86_64_RELATIVE in an ld.lld shared library, which the judge does not count: the library grows"]
-fn hostile_records_add_no_got_entries_to_a_shared_library_linked_by_lld() {
-    let Some(tc) = toolchain(false) else {
+/// Links `text` unmerged and merged (with records) into shared libraries, with `linker`
+/// (`None`: the compiler's default): the merged library must have no more GOT entries and
+/// dynamic relocations than the unmerged one (the judge counts `.text` and the records only),
+/// and its code, read-only data, GOT and dynamic relocations together must not grow.
+fn records_do_not_grow_a_shared_library(aarch64: bool, linker: Option<&str>, text: &str) {
+    let Some(tc) = toolchain(aarch64) else {
         return;
     };
-    if !linkers().contains(&"lld") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let text = two_constants_module();
     let link = |label: &str, out: &PipelineOutput| -> Vec<u8> {
         let obj = dir.path().join(format!("{label}.o"));
         std::fs::write(&obj, object_bytes(out)).unwrap();
         let lib = dir.path().join(format!("lib{label}.so"));
-        run_ok(
-            Command::new(tc.cc)
-                .args(["-fuse-ld=lld", "-shared"])
-                .arg(&obj)
-                .arg("-o")
-                .arg(&lib),
-        );
+        let mut cc = Command::new(tc.cc);
+        if let Some(linker) = linker {
+            cc.arg(format!("-fuse-ld={linker}"));
+        }
+        run_ok(cc.arg("-shared").arg(&obj).arg("-o").arg(&lib));
         std::fs::read(&lib).unwrap()
     };
     let unmerged = link(
         "unmerged",
-        &build(&text, &options(tc.triple, Mode::Safe, false, false)),
+        &build(text, &options(tc.triple, Mode::Safe, false, false)),
     );
-    let merged_out = build(&text, &options(tc.triple, Mode::Safe, true, false));
+    let merged_out = build(text, &options(tc.triple, Mode::Safe, true, false));
     assert!(
         !record_symbols(&merged_out, false).is_empty(),
-        "the case passes records"
+        "{}: the case passes records",
+        tc.triple
     );
     let merged = link("merged", &merged_out);
     let sections = [".text", ".rodata", ".got", ".rela.dyn"];
-    let total = |bytes: &[u8]| -> u64 { sections.iter().map(|s| section_size(bytes, s)).sum() };
     let sizes =
         |bytes: &[u8]| -> Vec<u64> { sections.iter().map(|s| section_size(bytes, s)).collect() };
+    let (before, after) = (sizes(&unmerged), sizes(&merged));
     let report = format!(
-        "{sections:?}: unmerged {:?}, merged {:?}",
-        sizes(&unmerged),
-        sizes(&merged)
+        "{} {sections:?}: unmerged {before:?}, merged {after:?}",
+        tc.triple
     );
     assert_eq!(
-        (
-            section_size(&merged, ".got"),
-            section_size(&merged, ".rela.dyn")
-        ),
-        (
-            section_size(&unmerged, ".got"),
-            section_size(&unmerged, ".rela.dyn")
-        ),
+        after[2..],
+        before[2..],
         "records add GOT entries or dynamic relocations: {report}"
     );
     assert!(
-        total(&merged) <= total(&unmerged),
+        after.iter().sum::<u64>() <= before.iter().sum::<u64>(),
         "the library grows: {report}"
     );
+}
+
+/// x86_64, ld.lld: eight members of six parameters and two constants. Measured: `.got` 32 ->
+/// 96 bytes, `.rela.dyn` 168 -> 360; `.text`+`.rodata`+`.got`+`.rela.dyn` 840 -> 1,065 while
+/// the object's code and records shrink 448 -> 424.
+#[test]
+#[ignore = "defect: records' GOT loads give each record a GOT entry and an R_X86_64_RELATIVE in an ld.lld shared library, which the judge does not count: the library grows"]
+fn hostile_records_do_not_grow_a_shared_library_linked_by_lld() {
+    if !linkers().contains(&"lld") {
+        return;
+    }
+    records_do_not_grow_a_shared_library(false, Some("lld"), &constants_module(6, 2, 8));
+}
+
+/// aarch64, the cross compiler's default linker (ld.bfd): eight members of nine parameters and
+/// four constants. Measured: `.got` +64 bytes, `.rela.dyn` +192; the library 1,356 -> 1,536
+/// bytes (code, read-only data, GOT, dynamic relocations, PLT).
+#[test]
+#[ignore = "defect: on aarch64 each record's address is an ADR_GOT_PAGE + LD64_GOT_LO12_NC pair: a GOT entry and an R_AARCH64_RELATIVE in a shared library, which the judge does not count: the library grows"]
+fn hostile_records_do_not_grow_an_aarch64_shared_library() {
+    records_do_not_grow_a_shared_library(true, None, &constants_module(9, 4, 8));
 }
 
 /// Records do not depend on the order of the input: the same module with its functions in
