@@ -186,7 +186,7 @@ block5(v50: i64, v51: i32):
 /// use: the record's address goes to the stack): ten i64 constants, then a call of the import
 /// `%sink` with an i8 `sext` and an i16 `uext` constant.
 fn many_args_member(name: &str, seed: u64, linkage: &str, call_conv: &str) -> String {
-    let params = vec!["i64"; 8].join(", ");
+    let params = ["i64"; 8].join(", ");
     let mut t = format!(
         "; linkage: %{name} {linkage}\nfunction %{name}({params}) -> i64 {call_conv} {{\n    \
          sig0 = (i8 sext, i16 uext, i64) -> i64 system_v\n    fn0 = %sink sig0\n"
