@@ -639,3 +639,72 @@ fn hostile_records_do_not_depend_on_the_input_order() {
     assert!(!forward.is_empty(), "the case passes records");
     assert_eq!(forward, contents(&reversed));
 }
+
+/// A record's name (`<shared body>_r<member>`) may be taken by the user: a function the module
+/// defines, or an import the program defines. The group must not write a record under a taken
+/// name (the import would resolve to the record, the definition would collide): its members
+/// keep stack arguments or records of free names, and the program prints what the unmerged one
+/// prints.
+#[test]
+fn hostile_records_never_take_a_users_name() {
+    let Some(tc) = toolchain(false) else {
+        return;
+    };
+    let plain = module(|n, s| mixed_member(n, s, "export"), 1, "system_v");
+    let first = build(&plain, &options(tc.triple, Mode::Safe, true, false));
+    let groups = first.report.similar.as_ref().expect("similar groups");
+    let shared = symbol_name(&groups[0].shared);
+    assert!(!groups[0].records.is_empty(), "the case passes records");
+    // `%callall` also calls the import `<shared>_r1` (defined by the driver) and the module
+    // defines `<shared>_r2`.
+    let (import, defined) = (format!("{shared}_r1"), format!("{shared}_r2"));
+    let text = plain
+        .replacen(
+            "function %callall(i64) -> i64 system_v {\n",
+            &format!(
+                "function %callall(i64) -> i64 system_v {{\n    sig1 = (i64) -> i64 system_v\n    \
+                 fn4 = %{import} sig1\n"
+            ),
+            1,
+        )
+        .replacen(
+            "    return v53\n}",
+            "    v90 = call fn4(v53)\n    return v90\n}",
+            1,
+        )
+        + &format!(
+            "\nfunction %{defined}(i64) -> i64 system_v {{\nblock0(v0: i64):\n    return v0\n}}\n"
+        );
+    assert!(
+        text.contains("call fn4(v53)"),
+        "the caller calls the import"
+    );
+    let driver = format!(
+        "{DRIVER}int64_t {import}(int64_t x) {{ return x * 5 + 3; }}\n\
+         int64_t {defined}(int64_t);\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let driver = link::compile_driver(&tc, dir.path(), &driver);
+    let run = |label: &str, out: &PipelineOutput| -> String {
+        let obj = dir.path().join(format!("{label}.o"));
+        std::fs::write(&obj, object_bytes(out)).unwrap();
+        let exe = dir.path().join(label);
+        link::link_and_run(&tc, &exe, &[&driver, &obj], "bfd", false)
+            .unwrap_or_else(|e| panic!("{label}: {e}"))
+    };
+    let expected = run(
+        "unmerged",
+        &build(&text, &options(tc.triple, Mode::Safe, false, false)),
+    );
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let merged = build(&text, &options(tc.triple, mode, true, false));
+        // Without records the group may not pay at all: then it is not merged, and writes no
+        // record either.
+        let records = record_symbols(&merged, false);
+        assert!(
+            !records.contains(&import) && !records.contains(&defined),
+            "{mode:?}: a record takes a user's name: {records:?}"
+        );
+        assert_eq!(run(mode.keyword(), &merged), expected, "{mode:?}");
+    }
+}
