@@ -708,3 +708,75 @@ fn hostile_records_never_take_a_users_name() {
         assert_eq!(run(mode.keyword(), &merged), expected, "{mode:?}");
     }
 }
+
+/// An object compiled without PIC (`--set is_pic=false`) whose code has only PC-relative
+/// relocations links into the default (position-independent) executable with every linker;
+/// merged with records it must still do so and print the same. What happens: each record's
+/// address is an absolute `movabs` / literal (`R_X86_64_64`, `R_AARCH64_ABS64` in `.text`),
+/// where a colocated symbol would give a PC-relative `lea` / `adrp`: ld.bfd warns and makes a
+/// `DT_TEXTREL` executable, ld.lld links without a word and the program crashes (SIGSEGV) on
+/// x86_64 and aarch64. Without records (stack arguments) nothing changes.
+fn records_without_pic_link_and_run_as_pie(aarch64: bool) {
+    use object::elf;
+    let Some(tc) = toolchain(aarch64) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let driver = link::compile_driver(&tc, dir.path(), DRIVER);
+    let text = module(|n, s| mixed_member(n, s, "local"), 1, "system_v");
+    let without_pic = |similar: bool| {
+        let mut options = options(tc.triple, Mode::Safe, similar, false);
+        let object = options.object.as_mut().unwrap();
+        object.isa.flags.push("is_pic=false".into());
+        build(&text, &options)
+    };
+    let (unmerged, merged) = (without_pic(false), without_pic(true));
+    let records = record_symbols(&merged, false);
+    assert!(
+        !records.is_empty(),
+        "{}: the case passes records",
+        tc.triple
+    );
+    let mut defects: Vec<String> = relocations_against(object_bytes(&merged), &records)
+        .into_iter()
+        .filter(|r| {
+            matches!(
+                r.2,
+                object::RelocationFlags::Elf {
+                    r_type: elf::R_X86_64_64 | elf::R_AARCH64_ABS64
+                }
+            )
+        })
+        .map(|r| format!("absolute address of {} at {:#x}: {:?}", r.0, r.1, r.2))
+        .collect();
+    let write = |label: &str, out: &PipelineOutput| {
+        let obj = dir.path().join(format!("{label}.o"));
+        std::fs::write(&obj, object_bytes(out)).unwrap();
+        obj
+    };
+    let (before, after) = (write("unmerged", &unmerged), write("merged", &merged));
+    for linker in linkers() {
+        let exe = dir.path().join(format!("unmerged_{linker}"));
+        let expected = link::link_and_run(&tc, &exe, &[&driver, &before], linker, false)
+            .unwrap_or_else(|e| panic!("{} unmerged, {linker}: {e}", tc.triple));
+        let exe = dir.path().join(format!("merged_{linker}"));
+        match link::link_and_run(&tc, &exe, &[&driver, &after], linker, false) {
+            Ok(got) if got == expected => {}
+            Ok(_) => defects.push(format!("{linker}: the program prints something else")),
+            Err(e) => defects.push(format!("{linker}: {e}")),
+        }
+    }
+    assert!(defects.is_empty(), "{}:\n{}", tc.triple, defects.join("\n"));
+}
+
+#[test]
+#[ignore = "defect: without PIC a record's address is an absolute relocation in .text (materialize's symbol_value is not colocated): DT_TEXTREL with ld.bfd, a crashing PIE with ld.lld"]
+fn hostile_records_without_pic_link_and_run_as_pie_x86_64() {
+    records_without_pic_link_and_run_as_pie(false);
+}
+
+#[test]
+#[ignore = "defect: without PIC a record's address is an absolute relocation in .text (materialize's symbol_value is not colocated): DT_TEXTREL with ld.bfd, a crashing PIE with ld.lld"]
+fn hostile_records_without_pic_link_and_run_as_pie_aarch64() {
+    records_without_pic_link_and_run_as_pie(true);
+}
