@@ -10,8 +10,9 @@
 //! sequence) from a few values or many: one constant and six parameters, so that the added
 //! parameter goes to the stack and no subgroup pays (where splitting used to take 64 s for
 //! 2,000 functions); two halves that each merge but not together (6 constants of 100,000
-//! values and one of 2); many small subgroups (8 constants of 5 values); nothing that fits the
-//! registers (8 constants of 1,000 values). Each is run as the command
+//! values and one of 2); many small subgroups (8 constants of 5 values); groups that would
+//! pass eight parameters, two on the stack, none paying (8 constants of 1,000 values). Each is
+//! run as the command
 //! line runs it (`clif-merge F.clif --emit-clif`: read and verify, merge, write the CLIF; the
 //! text is in memory), with and without `--similar`, alternately, `BENCH_RUNS` times (default
 //! 5). Reported: median times of the whole run and of the pass, and the medians of the per-run
@@ -204,7 +205,7 @@ fn one_shape_bench(runs: usize) {
             vec![5; 8],
         ),
         (
-            "1 parameter, 8 constants of 1,000 values: nothing fits",
+            "1 parameter, 8 constants of 1,000 values: none pays (eight parameters, two on the stack)",
             1,
             vec![1000; 8],
         ),
