@@ -38,8 +38,7 @@ void _start(void) {
 fn run_with(tc: &link::Toolchain, dir: &Path, args: &[&str]) -> Option<i32> {
     let input =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile4/bti_forwarders.clif");
-    let (obj, exe, driver) = (dir.join("m.o"), dir.join("run"), dir.join("driver.c"));
-    std::fs::write(&driver, DRIVER).unwrap();
+    let obj = dir.join("m.o");
     let status = Command::new(env!("CARGO_BIN_EXE_clif-merge"))
         .arg(&input)
         .args(["--target", "aarch64", "--report", "json", "-o"])
@@ -48,20 +47,7 @@ fn run_with(tc: &link::Toolchain, dir: &Path, args: &[&str]) -> Option<i32> {
         .output()
         .unwrap();
     assert!(status.status.success(), "clif-merge {args:?}: {status:?}");
-    link::run_ok(
-        Command::new(tc.cc)
-            .args(["-O1", "-ffreestanding", "-nostdlib", "-static"])
-            .args(["-mbranch-protection=standard", "-Wl,-z,force-bti", "-o"])
-            .arg(&exe)
-            .arg(&driver)
-            .arg(&obj),
-    );
-    let run = Command::new("qemu-aarch64")
-        .args(["-cpu", "max"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    run.status.code()
+    link::run_freestanding_with_bti(tc, dir, DRIVER, &obj)
 }
 
 #[test]

@@ -339,35 +339,9 @@ fn record_symbols(out: &PipelineOutput, macho: bool) -> Vec<String> {
 fn run_shared(tc: &Toolchain, dir: &Path, label: &str, object: &[u8], linker: &str) -> String {
     let obj = dir.join(format!("{label}.o"));
     std::fs::write(&obj, object).unwrap();
-    let lib = dir.join(format!("lib{label}.so"));
-    run_ok(
-        Command::new(tc.cc)
-            .arg(format!("-fuse-ld={linker}"))
-            .arg("-shared")
-            .arg(&obj)
-            .arg("-o")
-            .arg(&lib),
-    );
     let driver = dir.join("driver.c");
     std::fs::write(&driver, DRIVER).unwrap();
-    let exe = dir.join(format!("{label}_so"));
-    run_ok(
-        Command::new(tc.cc)
-            .arg(&driver)
-            .arg(&lib)
-            .arg(format!("-Wl,-rpath,{}", dir.display()))
-            .arg("-o")
-            .arg(&exe),
-    );
-    let mut run = match tc.runner.split_first() {
-        Some((runner, args)) => {
-            let mut c = Command::new(runner);
-            c.args(args).arg(&exe);
-            c
-        }
-        None => Command::new(&exe),
-    };
-    run_ok(&mut run)
+    link::run_with_shared_library(tc, dir, label, &obj, &driver, Some(linker))
 }
 
 /// Every hostile module, merged with records in every mode, linked into an executable by every

@@ -10,7 +10,6 @@ use clif_merge::pipeline::{PipelineOptions, run};
 use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, read_module_text};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SymbolKind};
 use std::path::Path;
-use std::process::Command;
 
 #[path = "common/build.rs"]
 mod build;
@@ -166,27 +165,15 @@ void _start(void) {
 fn call_through_a_pointer_with_bti(object: &[u8], name: &str) -> Option<Option<i32>> {
     let tc = link::toolchain(true)?;
     let dir = tempfile::tempdir().unwrap();
-    let (driver, obj, exe) = (
-        dir.path().join("driver.c"),
-        dir.path().join("merged.o"),
-        dir.path().join("run"),
-    );
-    std::fs::write(&driver, BTI_DRIVER.replace("NAME", name)).unwrap();
+    let obj = dir.path().join("merged.o");
     std::fs::write(&obj, object).unwrap();
-    link::run_ok(
-        Command::new(tc.cc)
-            .args(["-O1", "-ffreestanding", "-nostdlib", "-static"])
-            .args(["-mbranch-protection=standard", "-Wl,-z,force-bti", "-o"])
-            .arg(&exe)
-            .arg(&driver)
-            .arg(&obj),
-    );
-    let status = Command::new("qemu-aarch64")
-        .args(["-cpu", "max"])
-        .arg(&exe)
-        .status()
-        .unwrap();
-    Some(status.code())
+    let driver = BTI_DRIVER.replace("NAME", name);
+    Some(link::run_freestanding_with_bti(
+        &tc,
+        dir.path(),
+        &driver,
+        &obj,
+    ))
 }
 
 /// At run time: under BTI, `fact0` (compiled, `bti c` first) called through a pointer returns

@@ -148,33 +148,18 @@ fn link_and_run(tc: &Toolchain, dir: &Path, label: &str, object: &[u8], shared: 
     std::fs::write(&obj, object).unwrap();
     let driver = dir.join("driver.c");
     std::fs::write(&driver, DRIVER).unwrap();
-    let exe = dir.join(label);
-    let mut cc = Command::new(tc.cc);
     if shared {
-        let lib = dir.join(format!("lib{label}.so"));
-        run_ok(
-            Command::new(tc.cc)
-                .arg("-shared")
-                .arg(&obj)
-                .arg("-o")
-                .arg(&lib),
-        );
-        cc.arg(&driver)
-            .arg(&lib)
-            .arg(format!("-Wl,-rpath,{}", dir.display()));
-    } else {
-        cc.arg(&driver).arg(&obj);
+        return link::run_with_shared_library(tc, dir, label, &obj, &driver, None);
     }
-    run_ok(cc.arg("-o").arg(&exe));
-    let mut run = match tc.runner.split_first() {
-        Some((runner, args)) => {
-            let mut c = Command::new(runner);
-            c.args(args).arg(&exe);
-            c
-        }
-        None => Command::new(&exe),
-    };
-    run_ok(&mut run)
+    let exe = dir.join(label);
+    run_ok(
+        Command::new(tc.cc)
+            .arg(&driver)
+            .arg(&obj)
+            .arg("-o")
+            .arg(&exe),
+    );
+    link::run_program(tc, &exe)
 }
 
 fn records_link_and_run(aarch64: bool) {

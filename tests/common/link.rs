@@ -225,3 +225,72 @@ fn lld_directory(exe: &Path) -> Result<PathBuf, String> {
     std::os::unix::fs::symlink(lld, &link).map_err(|e| e.to_string())?;
     Ok(dir)
 }
+
+/// The exit status of a freestanding aarch64 program (no libc, whose start files carry no
+/// landing pads) built from the C `driver` and `object`, linked with `-z force-bti` and run
+/// under `qemu-aarch64 -cpu max`, which guards its pages: an indirect call to code without a
+/// landing pad faults. `tc` must be the aarch64 toolchain.
+pub fn run_freestanding_with_bti(
+    tc: &Toolchain,
+    dir: &Path,
+    driver: &str,
+    object: &Path,
+) -> Option<i32> {
+    let (source, exe) = (dir.join("bti_driver.c"), dir.join("bti_run"));
+    std::fs::write(&source, driver).unwrap();
+    run_ok(
+        Command::new(tc.cc)
+            .args(["-O1", "-ffreestanding", "-nostdlib", "-static"])
+            .args(["-mbranch-protection=standard", "-Wl,-z,force-bti", "-o"])
+            .arg(&exe)
+            .arg(&source)
+            .arg(object),
+    );
+    let run = Command::new("qemu-aarch64")
+        .args(["-cpu", "max"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    run.status.code()
+}
+
+/// What the program `exe` prints, run natively or under `tc`'s emulator; it must succeed.
+pub fn run_program(tc: &Toolchain, exe: &Path) -> String {
+    let mut run = match tc.runner.split_first() {
+        Some((runner, args)) => {
+            let mut c = Command::new(runner);
+            c.args(args).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    run_ok(&mut run)
+}
+
+/// Links `object` into the shared library `lib{label}.so` in `dir` (with `-fuse-ld=LINKER`
+/// when given) and the C `driver` source into an executable that loads it; what it prints.
+pub fn run_with_shared_library(
+    tc: &Toolchain,
+    dir: &Path,
+    label: &str,
+    object: &Path,
+    driver: &Path,
+    linker: Option<&str>,
+) -> String {
+    let lib = dir.join(format!("lib{label}.so"));
+    let mut cc = Command::new(tc.cc);
+    if let Some(linker) = linker {
+        cc.arg(format!("-fuse-ld={linker}"));
+    }
+    run_ok(cc.arg("-shared").arg(object).arg("-o").arg(&lib));
+    let exe = dir.join(format!("{label}_so"));
+    run_ok(
+        Command::new(tc.cc)
+            .arg(driver)
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .arg("-o")
+            .arg(&exe),
+    );
+    run_program(tc, &exe)
+}
