@@ -1,0 +1,244 @@
+//! Hostile inputs for `--verify`'s unchanged functions (sixth pass): a function whose body the
+//! merge left as it was is not run when everything it may call is unchanged too
+//! (`Unchanged::closed`). Wrong merges are planted by hand in a function such a caller reaches,
+//! made so that runs of the changed function alone cannot see them (it differs only on a value
+//! it loads from memory its caller wrote): only a run of the unchanged caller reports them.
+
+use clif_merge::verify::{VerifyOptions, verify_merge};
+use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, merge_module, read_module_text};
+use std::path::Path;
+
+fn read(text: &str) -> ClifModule {
+    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
+}
+
+/// `%probe(p)` is 1 when the word at `p` is the magic number, else 0; the wrong one compares
+/// with the magic number plus one. Random pointers read pseudo-random words, so runs of
+/// `%probe` alone never tell the two apart.
+fn probe(magic: u32) -> String {
+    format!(
+        "function %probe(i64) -> i32 {{
+block0(v0: i64):
+    v1 = load.i32 notrap aligned v0
+    v2 = iconst.i32 {magic:#x}
+    v3 = iconst.i32 0
+    v6 = iadd v2, v3
+    v4 = icmp eq v1, v6
+    v5 = uextend.i32 v4
+    return v5
+}}
+"
+    )
+}
+
+const MAGIC: u32 = 0x1357_2468;
+
+/// `%caller()` writes the magic number to a stack slot and asks `%probe` (through `%mid`, a
+/// function that only passes its argument on, called with `call_op`), returning its answer.
+fn callers(call_op: &str) -> String {
+    format!(
+        "function %mid(i64) -> i32 {{
+    fn0 = %probe(i64) -> i32
+block0(v0: i64):
+    v1 = call fn0(v0)
+    return v1
+}}
+
+function %caller() -> i32 {{
+    ss0 = explicit_slot 4
+    fn0 = %mid(i64) -> i32
+block0:
+    v0 = iconst.i32 {MAGIC:#x}
+    v1 = stack_addr.i64 ss0
+    store.i32 notrap aligned v0, v1
+    {call_op}
+}}
+"
+    )
+}
+
+/// The report of merging `original` in `mode` (what the planted module claims to be).
+fn report_of(original: &ClifModule, mode: Mode) -> MergeReport {
+    let mut merged = original.clone();
+    merge_module(&mut merged, mode).0
+}
+
+/// Whether `verify_merge` reports `wrong` as a wrong merge of `original` in `%caller`, with
+/// its summary. `%probe` alone must not be reported: the wrong merge is one only its caller
+/// sees, so the case fails when the caller is not run.
+fn reported(original: &str, wrong: &str, mode: Mode) -> (bool, String) {
+    let original = read(original);
+    let report = report_of(&original, mode);
+    let checked = verify_merge(&original, &read(wrong), &report, &VerifyOptions::default());
+    let names: Vec<String> = (checked.mismatches.iter())
+        .map(|m| m.function.to_string())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains("probe")),
+        "the planted change shows in %probe's own runs: {names:?}"
+    );
+    (names.iter().any(|n| n == "%caller"), checked.summary())
+}
+
+/// The planted change is one `%caller` sees: `%probe` answers 0 where it answered 1.
+#[test]
+fn a_caller_of_a_changed_function_two_calls_away_is_run() {
+    let call = "v2 = call fn0(v1)\n    return v2";
+    let original = format!("{}\n{}", probe(MAGIC), callers(call));
+    let wrong = format!("{}\n{}", probe(MAGIC + 1), callers(call));
+    let (seen, summary) = reported(&original, &wrong, Mode::Safe);
+    assert!(seen, "a wrong %probe only %caller sees passes: {summary}");
+}
+
+/// The same through a tail call: `%mid` reaches `%probe` with `return_call` (the caller's
+/// slot stays live: `%caller` itself makes a plain call).
+#[test]
+fn a_caller_of_a_changed_function_through_a_tail_call_is_run() {
+    let text = |magic| {
+        format!(
+            "{}\n{}",
+            probe(magic),
+            callers("v2 = call fn0(v1)\n    return v2")
+        )
+        .replace(
+            "function %probe(i64) -> i32 {",
+            "function %probe(i64) -> i32 tail {",
+        )
+        .replace(
+            "function %mid(i64) -> i32 {",
+            "function %mid(i64) -> i32 tail {",
+        )
+        .replace("(i64) -> i32\n", "(i64) -> i32 tail\n")
+        .replace("v1 = call fn0(v0)\n    return v1", "return_call fn0(v0)")
+    };
+    let (seen, summary) = reported(&text(MAGIC), &text(MAGIC + 1), Mode::Safe);
+    assert!(
+        seen,
+        "a wrong %probe reached by a tail call passes: {summary}"
+    );
+}
+
+/// The changed function is reached through an alias (`%mid` calls `%p`, an alias of
+/// `%probe`): the alias resolves to the changed body on the merged side.
+#[test]
+fn a_caller_of_a_changed_function_through_an_alias_is_run() {
+    let text = |magic| {
+        format!(
+            "{}\n{}\n; alias: %p = %probe\n",
+            probe(magic),
+            callers("v2 = call fn0(v1)\n    return v2")
+        )
+        .replace("fn0 = %probe(i64) -> i32", "fn0 = %p(i64) -> i32")
+    };
+    let (seen, summary) = reported(&text(MAGIC), &text(MAGIC + 1), Mode::Aliases);
+    assert!(
+        seen,
+        "a wrong %probe reached through an alias passes: {summary}"
+    );
+}
+
+/// The alias itself is re-targeted by the wrong merge (`%p` names `%probe2`, a copy of
+/// `%probe` that is wrong), and every body stays as it was.
+#[test]
+fn a_caller_of_an_alias_the_merge_retargeted_is_run() {
+    let text = |target: &str| {
+        format!(
+            "{}\n{}\n{}\n; alias: %p = {target}\n",
+            probe(MAGIC),
+            probe(MAGIC + 1).replace("%probe", "%probe2"),
+            callers("v2 = call fn0(v1)\n    return v2")
+        )
+        .replace("fn0 = %probe(i64) -> i32", "fn0 = %p(i64) -> i32")
+    };
+    let (seen, summary) = reported(&text("%probe"), &text("%probe2"), Mode::Aliases);
+    assert!(seen, "a re-targeted alias passes: {summary}");
+}
+
+/// `%caller` and `%back` call each other (a recursion of unchanged functions) and `%back`
+/// ends in the changed `%probe`: both leave the unchanged set through the cycle.
+#[test]
+fn a_recursion_of_unchanged_functions_reaching_a_changed_one_is_run() {
+    let text = |magic: u32| {
+        format!(
+            "{}
+function %back(i64, i32) -> i32 {{
+    fn0 = %caller(i32) -> i32
+    fn1 = %probe(i64) -> i32
+block0(v0: i64, v1: i32):
+    brif v1, block1, block2
+block1:
+    v7 = iconst.i32 1
+    v2 = isub v1, v7
+    v3 = call fn0(v2)
+    return v3
+block2:
+    v4 = call fn1(v0)
+    return v4
+}}
+
+function %caller(i32) -> i32 {{
+    ss0 = explicit_slot 4
+    fn0 = %back(i64, i32) -> i32
+block0(v0: i32):
+    v1 = iconst.i32 {MAGIC:#x}
+    v2 = stack_addr.i64 ss0
+    store.i32 notrap aligned v1, v2
+    v5 = iconst.i32 3
+    v3 = band v0, v5
+    v4 = call fn0(v2, v3)
+    return v4
+}}
+",
+            probe(magic)
+        )
+    };
+    let (seen, summary) = reported(&text(MAGIC), &text(MAGIC + 1), Mode::Safe);
+    assert!(seen, "a wrong %probe under a recursion passes: {summary}");
+}
+
+/// `%same` compares the addresses of `%f` and `%g`, two functions with one body: in the
+/// original they are two symbols (0), and `--mode safe` must keep them two (it makes `%g` a
+/// thunk). A merged module that makes `%g` an alias of `%f` returns 1 natively, but `--verify`
+/// gives the names an alias joins one address on *both* sides, so the original runs as if they
+/// were equal too, and the wrong merge passes. (`--verify` is not told the mode: the safe
+/// report is the planted module's claim.)
+#[test]
+#[ignore = "defect: verify joins aliased names' addresses in the original too, so an alias that makes two addresses the original compares equal passes in --mode safe"]
+fn verify_reports_an_alias_that_makes_two_compared_addresses_equal() {
+    let body = "block0(v0: i32):\n    v2 = iconst.i32 3\n    v1 = imul v0, v2\n    return v1";
+    let text = |alias: bool| {
+        let g = if alias {
+            "; alias: %g = %f\n".to_string()
+        } else {
+            format!("function %g(i32) -> i32 {{\n{body}\n}}\n")
+        };
+        format!(
+            "function %f(i32) -> i32 {{\n{body}\n}}\n\n{g}
+function %same() -> i8 {{
+    fn0 = %f(i32) -> i32
+    fn1 = %g(i32) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = func_addr.i64 fn1
+    v2 = icmp eq v0, v1
+    return v2
+}}
+"
+        )
+    };
+    let original = read(&text(false));
+    let report = report_of(&original, Mode::Safe);
+    assert_eq!(report.merged, 1, "%g merges into %f");
+    // What safe mode does write passes.
+    let mut safe = original.clone();
+    merge_module(&mut safe, Mode::Safe);
+    let ok = verify_merge(&original, &safe, &report, &VerifyOptions::default());
+    assert!(ok.is_ok(), "{}", ok.summary());
+    let wrong = read(&text(true));
+    let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    assert!(
+        !checked.is_ok(),
+        "an alias in --mode safe that makes %same return 1 passes: {}",
+        checked.summary()
+    );
+}
