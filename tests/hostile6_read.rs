@@ -164,3 +164,83 @@ fn errors_in_a_large_file_of_rich_functions_name_their_lines() {
     );
     assert!(stderr.contains(&expected), "{expected}: {stderr}");
 }
+
+/// A good function `%name` and, when `broken`, a function after it that the verifier refuses.
+fn file_text(name: &str, broken: bool) -> String {
+    let bad = if broken {
+        "function %bad(i64) -> i32 {\nblock0(v0: i64):\n    return v0\n}\n"
+    } else {
+        ""
+    };
+    format!(
+        "; alias: %{name}_alias = %{name}\n\
+         function %{name}(i32) -> i32 {{\nblock0(v0: i32):\n    return v0\n}}\n\n{bad}"
+    )
+}
+
+/// A file the library reader refuses leaves nothing behind: reading the corrected file next
+/// succeeds. (The reader defines a file's functions one by one and stops at the first error,
+/// so the functions before it stay defined: the corrected file's are "defined twice".)
+#[test]
+#[ignore = "defect: ModuleReader keeps the functions of a refused file read before its error"]
+fn a_refused_file_can_be_read_again_once_corrected() {
+    use clif_merge::ReadOptions;
+    use clif_merge::read::ModuleReader;
+    let mut reader = ModuleReader::new(ReadOptions::default());
+    reader
+        .read_text(Path::new("good.clif"), &file_text("good", false))
+        .unwrap();
+    let refused = reader.read_text(Path::new("x.clif"), &file_text("x", true));
+    assert!(refused.is_err(), "the verifier refuses %bad");
+    let again = reader.read_text(Path::new("x.clif"), &file_text("x", false));
+    assert!(again.is_ok(), "the corrected file: {again:?}");
+    let module = reader.finish().unwrap();
+    assert_eq!(module.len(), 2, "%good and %x once each");
+}
+
+/// A module finished after a refused file holds only what the accepted files define: not the
+/// refused file's functions read before its error, nor its directives (here an alias).
+#[test]
+#[ignore = "defect: ModuleReader keeps a refused file's functions before the error and its directives"]
+fn a_module_finished_after_a_refused_file_holds_only_the_accepted_files() {
+    use clif_merge::ReadOptions;
+    use clif_merge::read::ModuleReader;
+    let mut reader = ModuleReader::new(ReadOptions::default());
+    reader
+        .read_text(Path::new("good.clif"), &file_text("good", false))
+        .unwrap();
+    assert!((reader.read_text(Path::new("x.clif"), &file_text("x", true))).is_err());
+    let module = reader.finish().expect("the accepted file's module");
+    let names: Vec<String> = module.functions().map(|f| f.name.to_string()).collect();
+    let aliases: Vec<String> = module
+        .aliases()
+        .iter()
+        .map(|a| a.name.to_string())
+        .collect();
+    assert_eq!(
+        (names, aliases),
+        (vec!["%good".to_string()], vec!["%good_alias".to_string()]),
+        "the refused file's %x and %x_alias stay out"
+    );
+}
+
+/// A file refused for a parse error defines no function, but its directives stayed in the
+/// reader: `finish` then fails on an alias of a function that was never read, although every
+/// file it accepted is sound.
+#[test]
+#[ignore = "defect: ModuleReader keeps the directives of a file it refused for a parse error, and finish fails on them"]
+fn a_file_refused_for_a_parse_error_leaves_no_directive() {
+    use clif_merge::ReadOptions;
+    use clif_merge::read::ModuleReader;
+    let mut reader = ModuleReader::new(ReadOptions::default());
+    reader
+        .read_text(Path::new("good.clif"), &file_text("good", false))
+        .unwrap();
+    let text = file_text("x", false).replace("return v0", "bogus_op v0");
+    assert!((reader.read_text(Path::new("x.clif"), &text)).is_err());
+    let module = reader.finish();
+    assert!(
+        module.is_ok(),
+        "the accepted file alone makes a module: {module:?}"
+    );
+}
