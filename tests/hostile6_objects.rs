@@ -1,0 +1,139 @@
+//! Hostile objects (sixth pass): preemptible members of an exact class (and functions a
+//! similar group would take, were they not preemptible) in a shared library that the program
+//! interposes. A call inside the library to a
+//! preemptible function must reach the program's definition, whatever the merge made of the
+//! function (a thunk to a shared body passing its constants, a thunk of its class): a merge
+//! that sent the call to the shared body or to the kept function directly would skip the
+//! program's definition.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+#[path = "common/link.rs"]
+mod link;
+
+use link::{linkers, run_with_shared_library, toolchain};
+
+const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
+
+/// `%kM` (M < 6) of eight i64 parameters: a chain of six multiplications by constants of M,
+/// each adding a parameter: similar members, one group. `%k1` is `%k0`'s copy (an exact
+/// class). `%callk` calls `%k0` and `%k1` and adds their results.
+fn module() -> String {
+    let mut text = String::new();
+    let types = vec!["i64"; 8].join(", ");
+    let params: Vec<String> = (0..8).map(|i| format!("v{i}: i64")).collect();
+    for m in 0..6u64 {
+        let seed = if m == 1 { 0 } else { m };
+        writeln!(
+            text,
+            "function %k{m}({types}) -> i64 system_v {{\nblock0({}):",
+            params.join(", ")
+        )
+        .unwrap();
+        let mut acc = "v0".to_string();
+        for k in 0..6u64 {
+            let n = 100 + 3 * k;
+            let constant = (seed + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (k << 17);
+            writeln!(
+                text,
+                "    v{n} = iconst.i64 {}\n    v{a} = imul {acc}, v{n}\n    v{b} = iadd v{a}, v{p}",
+                constant as i64,
+                a = n + 1,
+                b = n + 2,
+                p = k
+            )
+            .unwrap();
+            acc = format!("v{}", n + 2);
+        }
+        writeln!(text, "    return {acc}\n}}\n").unwrap();
+    }
+    text.push_str(
+        "function %callk(i64) -> i64 system_v {
+    sig0 = (i64, i64, i64, i64, i64, i64, i64, i64) -> i64 system_v
+    fn0 = %k0 sig0
+    fn1 = %k1 sig0
+block0(v0: i64):
+    v1 = call fn0(v0, v0, v0, v0, v0, v0, v0, v0)
+    v2 = call fn1(v0, v0, v0, v0, v0, v0, v0, v0)
+    v3 = iadd v1, v2
+    return v3
+}
+; linkage: %callk export
+",
+    );
+    text
+}
+
+/// The program: its own `k0` and `k1`, which interpose the library's.
+const DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+typedef int64_t i;
+i k0(i a, i b, i c, i d, i e, i f, i g, i h) { return 1000; }
+i k1(i a, i b, i c, i d, i e, i f, i g, i h) { return 20000; }
+extern i callk(i);
+int main(void) {
+    printf("%lld\n", (long long) callk(3));
+    return 0;
+}
+"#;
+
+/// In every mode, exact and with `--similar`, linked by every ELF linker (but ld.lld for
+/// aarch64), on x86_64 and aarch64: `%callk` in the
+/// library calls the program's `k0` and `k1` (21000).
+#[test]
+fn preemptible_members_of_a_shared_library_stay_interposable() {
+    for aarch64 in [false, true] {
+        let Some(tc) = toolchain(aarch64) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.clif"), module()).unwrap();
+        let driver = dir.path().join("driver.c");
+        std::fs::write(&driver, DRIVER).unwrap();
+        for mode in ["safe", "aliases", "thunks"] {
+            for similar in [false, true] {
+                let label = format!("{mode}{}", if similar { "_similar" } else { "" });
+                let object = dir.path().join(format!("{label}.o"));
+                let mut cmd = Command::new(BIN);
+                cmd.current_dir(dir.path())
+                    .args(["k.clif", "--default-linkage", "preemptible", "--mode", mode])
+                    .args(["--set", "is_pic", "--target", tc.triple, "-o"])
+                    .arg(&object);
+                if similar {
+                    cmd.arg("--similar");
+                }
+                let out = cmd.arg("--report").arg("text").output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{label}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                // The class of %k0 and %k1 merged (through a private copy: both stay
+                // interposable). `--similar` takes no preemptible member.
+                let report = String::from_utf8_lossy(&out.stdout);
+                assert!(report.contains("merged: 2,"), "{label}: {report}");
+                // A cross compiler finds no `ld.lld` of its own: ld.lld links aarch64 in
+                // hostile5's tests of executables, not here.
+                for linker in linkers().into_iter().filter(|l| !aarch64 || *l != "lld") {
+                    let printed = run_with_shared_library(
+                        &tc,
+                        dir.path(),
+                        &format!("{label}_{linker}"),
+                        Path::new(&object),
+                        &driver,
+                        Some(linker),
+                    );
+                    assert_eq!(
+                        printed.trim(),
+                        "21000",
+                        "{} {label} {linker}: the library's own k0 or k1 ran",
+                        tc.triple
+                    );
+                }
+            }
+        }
+    }
+}
