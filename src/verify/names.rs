@@ -2,7 +2,7 @@
 //! not define.
 
 use crate::module::{ClifModule, FuncName};
-use cranelift_codegen::ir::{Function, Opcode, Signature, UserFuncName};
+use cranelift_codegen::ir::{Function, GlobalValueData, Opcode, Signature, UserFuncName};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -74,27 +74,34 @@ fn import_signatures(module: &ClifModule) -> BTreeMap<FuncName, Signature> {
     imports
 }
 
-/// The names both sides know, and the *address slot* of each: names that are one symbol (an
-/// alias and its target, in either module) share a slot, so that `func_addr` of an alias equals
-/// `func_addr` of its target on both sides (in `--mode aliases` that is what the merge intends).
+/// The names both sides know, each with its index.
 pub(super) struct Names {
     pub(super) names: Vec<FuncName>,
-    pub(super) slot_of: FxHashMap<FuncName, u32>,
     /// The index of each name in `names`.
     pub(super) index_of: FxHashMap<FuncName, u32>,
 }
 
 impl Names {
+    /// The names of `modules`.
     pub(super) fn new(modules: &[&ClifModule]) -> Names {
         let mut set = BTreeSet::new();
         for module in modules {
             collect_names(module, &mut set);
         }
         let names: Vec<FuncName> = set.into_iter().collect();
-        let index: FxHashMap<&FuncName, usize> =
-            names.iter().enumerate().map(|(i, n)| (n, i)).collect();
-        // Union-find over aliases; the representative of a group is its smallest name.
-        let mut parent: Vec<usize> = (0..names.len()).collect();
+        let index_of = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        Names { names, index_of }
+    }
+
+    /// The *address slot* of each name (by index) on one side: names that are one symbol share
+    /// a slot, numbered by the smallest name's index, so that `func_addr` of an alias equals
+    /// `func_addr` of its target; each pair of `one_symbol` is one symbol.
+    fn slots(&self, one_symbol: &[(&FuncName, &FuncName)]) -> Vec<u32> {
+        let mut parent: Vec<usize> = (0..self.names.len()).collect();
         fn root(parent: &mut [usize], mut i: usize) -> usize {
             while parent[i] != i {
                 parent[i] = parent[parent[i]];
@@ -102,27 +109,17 @@ impl Names {
             }
             i
         }
-        for module in modules {
-            for alias in module.aliases() {
-                let a = root(&mut parent, index[&alias.name]);
-                let b = root(&mut parent, index[&alias.target]);
-                let (lo, hi) = (a.min(b), a.max(b));
-                parent[hi] = lo;
-            }
+        for &(name, target) in one_symbol {
+            let (Some(&a), Some(&b)) = (self.index_of.get(name), self.index_of.get(target)) else {
+                continue;
+            };
+            let (a, b) = (root(&mut parent, a as usize), root(&mut parent, b as usize));
+            let (lo, hi) = (a.min(b), a.max(b));
+            parent[hi] = lo;
         }
-        let slot_of = (0..names.len())
-            .map(|i| (names[i].clone(), root(&mut parent, i) as u32))
-            .collect();
-        let index_of = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.clone(), i as u32))
-            .collect();
-        Names {
-            names,
-            slot_of,
-            index_of,
-        }
+        (0..self.names.len())
+            .map(|i| root(&mut parent, i) as u32)
+            .collect()
     }
 }
 
@@ -131,6 +128,9 @@ impl Names {
 pub(super) struct Resolved<'a> {
     /// By name index (in [`Names::names`]).
     pub(super) by_name: Vec<&'a Function>,
+    /// Each name's address slot (see [`Names::slots`]), by name index: this side's own, since
+    /// a merge may make two symbols one.
+    pub(super) slot_of: Vec<u32>,
     /// By address slot: the function a call through the slot's address runs.
     pub(super) slot_fn: Vec<Option<&'a Function>>,
     /// The stand-ins, by address (a number, so that the pieces share it across threads).
@@ -138,13 +138,20 @@ pub(super) struct Resolved<'a> {
 }
 
 impl<'a> Resolved<'a> {
-    pub(super) fn new(module: &'a ClifModule, names: &Names, stubs: &'a Stubs) -> Resolved<'a> {
+    /// `module`'s side, where the names of each pair of `one_symbol` are one symbol.
+    pub(super) fn new(
+        module: &'a ClifModule,
+        names: &Names,
+        stubs: &'a Stubs,
+        one_symbol: &[(&FuncName, &FuncName)],
+    ) -> Resolved<'a> {
+        let slot_of = names.slots(one_symbol);
         let stub_of: FxHashMap<&FuncName, &'a Function> =
             stubs.functions.iter().map(|(n, _, f)| (n, f)).collect();
         let mut by_name = Vec::with_capacity(names.names.len());
         let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
         let mut stand_ins = Vec::new();
-        for name in &names.names {
+        for (i, name) in names.names.iter().enumerate() {
             let defined = module.resolve(name).map(|id| &module.function(id).func);
             let func = defined
                 .or_else(|| stub_of.get(name).copied())
@@ -152,7 +159,7 @@ impl<'a> Resolved<'a> {
             by_name.push(func);
             // A call through a slot's address runs the first of its names this module
             // defines, else its first stand-in.
-            let slot = names.slot_of[name] as usize;
+            let slot = slot_of[i] as usize;
             match defined {
                 Some(_) if slot_fn[slot].is_none() => slot_fn[slot] = Some(func),
                 Some(_) => {}
@@ -169,6 +176,7 @@ impl<'a> Resolved<'a> {
             .collect();
         Resolved {
             by_name,
+            slot_of,
             slot_fn,
             stubs,
         }
@@ -188,9 +196,10 @@ impl<'a> Resolved<'a> {
     }
 }
 
-/// The names and address slots that run the same function on both sides of the check. A run
-/// of a function the same on both sides that resolved only these is the same run on both
-/// sides: the interpreter and the memory are deterministic, so it need not be run twice.
+/// The names and address slots that run the same function on both sides of the check, and
+/// whose address is the same (a name's slot). A run of a function the same on both sides that
+/// resolved only these is the same run on both sides: the interpreter and the memory are
+/// deterministic, so it need not be run twice.
 pub(super) struct Unchanged {
     pub(super) names: Vec<bool>,
     pub(super) slots: Vec<bool>,
@@ -198,11 +207,9 @@ pub(super) struct Unchanged {
 
 impl Unchanged {
     pub(super) fn new(a: &Resolved, b: &Resolved) -> Unchanged {
-        let names = a
-            .by_name
-            .iter()
-            .zip(&b.by_name)
-            .map(|(fa, fb)| a.same_as(fa, b, fb))
+        let names = (a.by_name.iter().zip(&b.by_name))
+            .zip(a.slot_of.iter().zip(&b.slot_of))
+            .map(|((fa, fb), (sa, sb))| a.same_as(fa, b, fb) && sa == sb)
             .collect();
         let slots = a
             .slot_fn
@@ -220,10 +227,10 @@ impl Unchanged {
 
 impl Unchanged {
     /// The names whose every run is the same on both sides without running it: an unchanged
-    /// function (`names`) that calls no address and whose direct callees are all such names
-    /// too. Nothing else makes a run of such a function differ: an address it takes or reads is
-    /// the same number on both sides (slots are shared), and what it calls is the same code,
-    /// down to every stand-in. The greatest such set: a name leaves it when it calls one that
+    /// function (`names`) that calls no address and whose direct callees, and the names whose
+    /// addresses it takes, are all such names too. Nothing else makes a run of such a function
+    /// differ: an address it takes or reads is the same number on both sides (an unchanged
+    /// name has the same slot), and what it calls is the same code, down to every stand-in. The greatest such set: a name leaves it when it calls one that
     /// left, through its callers.
     pub(super) fn closed(&self, a: &Resolved, names: &Names) -> Vec<bool> {
         let n = self.names.len();
@@ -255,8 +262,9 @@ impl Unchanged {
     }
 }
 
-/// The name indices of the functions `func` may call directly (every function it declares);
-/// None when it calls through an address, which may reach any function.
+/// The name indices of the functions `func` may call directly or take the address of (every
+/// function it declares, and every symbol a global value names); None when it calls through an
+/// address, which may reach any function.
 fn direct_callees(func: &Function, names: &Names) -> Option<Vec<usize>> {
     for block in func.layout.blocks() {
         for inst in func.layout.block_insts(block) {
@@ -268,9 +276,14 @@ fn direct_callees(func: &Function, names: &Names) -> Option<Vec<usize>> {
             }
         }
     }
+    let symbols = func.global_values.values().filter_map(|gv| match gv {
+        GlobalValueData::Symbol { name, .. } => Some(name),
+        _ => None,
+    });
     Some(
-        (func.dfg.ext_funcs.values())
-            .filter_map(|ext| FuncName::of_external(&ext.name, func))
+        (func.dfg.ext_funcs.values().map(|ext| &ext.name))
+            .chain(symbols)
+            .filter_map(|name| FuncName::of_external(name, func))
             .filter_map(|name| names.index_of.get(&name).map(|&i| i as usize))
             .collect(),
     )

@@ -32,7 +32,12 @@ pub(super) struct Side<'a> {
 impl<'a> Side<'a> {
     pub(super) fn new(resolved: &Resolved<'a>, names: &'a Names) -> Side<'a> {
         Side {
-            state: Machine::new(resolved.by_name.clone(), names, resolved.slot_fn.clone()),
+            state: Machine::new(
+                resolved.by_name.clone(),
+                names,
+                resolved.slot_of.clone(),
+                resolved.slot_fn.clone(),
+            ),
             stubs: resolved.stubs.clone(),
             at: None,
             unsupported_at: String::new(),

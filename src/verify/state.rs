@@ -85,7 +85,8 @@ pub(super) struct Machine<'a> {
     /// Every store of the run, in order.
     pub(super) stores: Vec<Store>,
     pinned_reg: DataValue,
-    slot_of: &'a FxHashMap<FuncName, u32>,
+    /// Each name's address slot on this side, by name index.
+    slot_of: Vec<u32>,
     names_index: &'a FxHashMap<FuncName, u32>,
     /// The function run by a call through each slot's address.
     slot_fn: Vec<Option<&'a Function>>,
@@ -95,6 +96,7 @@ impl<'a> Machine<'a> {
     pub(super) fn new(
         by_name: Vec<&'a Function>,
         names: &'a Names,
+        slot_of: Vec<u32>,
         slot_fn: Vec<Option<&'a Function>>,
     ) -> Machine<'a> {
         let words = by_name.len().div_ceil(64);
@@ -111,7 +113,7 @@ impl<'a> Machine<'a> {
             memory: Memory::default(),
             stores: Vec::new(),
             pinned_reg: DataValue::I64(0),
-            slot_of: &names.slot_of,
+            slot_of,
             names_index: &names.index_of,
             slot_fn,
         }
@@ -258,7 +260,7 @@ impl<'a> Machine<'a> {
             ExternalName::User(_) | ExternalName::TestCase(_)
                 if !tls
                     && FuncName::of_external(name, func)
-                        .is_some_and(|n| self.slot_of.contains_key(&n)) =>
+                        .is_some_and(|n| self.names_index.contains_key(&n)) =>
             {
                 raw_of(&self.function_address(AddressSize::_64, name)?)
             }
@@ -444,10 +446,13 @@ impl<'a> State<'a> for Machine<'a> {
                     .unwrap_or(0) as u64,
             ),
             _ => {
-                let slot = FuncName::of_external(name, func)
-                    .and_then(|n| self.slot_of.get(&n))
+                let index = FuncName::of_external(name, func)
+                    .and_then(|n| self.names_index.get(&n))
                     .ok_or(MemoryError::InvalidAddress(DataValue::I64(0)))?;
-                (AddressFunctionEntry::UserFunction, u64::from(*slot))
+                // The run saw this name's address, which a merge may have made another's.
+                set_bit(&self.resolved_names, *index as usize);
+                let slot = self.slot_of[*index as usize];
+                (AddressFunctionEntry::UserFunction, u64::from(slot))
             }
         };
         Address::from_parts(size, AddressRegion::Function, entry as u64, index)
