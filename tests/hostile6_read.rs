@@ -182,7 +182,6 @@ fn file_text(name: &str, broken: bool) -> String {
 /// succeeds. (The reader defines a file's functions one by one and stops at the first error,
 /// so the functions before it stay defined: the corrected file's are "defined twice".)
 #[test]
-#[ignore = "defect: ModuleReader keeps the functions of a refused file read before its error"]
 fn a_refused_file_can_be_read_again_once_corrected() {
     use clif_merge::ReadOptions;
     use clif_merge::read::ModuleReader;
@@ -201,7 +200,6 @@ fn a_refused_file_can_be_read_again_once_corrected() {
 /// A module finished after a refused file holds only what the accepted files define: not the
 /// refused file's functions read before its error, nor its directives (here an alias).
 #[test]
-#[ignore = "defect: ModuleReader keeps a refused file's functions before the error and its directives"]
 fn a_module_finished_after_a_refused_file_holds_only_the_accepted_files() {
     use clif_merge::ReadOptions;
     use clif_merge::read::ModuleReader;
@@ -228,7 +226,6 @@ fn a_module_finished_after_a_refused_file_holds_only_the_accepted_files() {
 /// reader: `finish` then fails on an alias of a function that was never read, although every
 /// file it accepted is sound.
 #[test]
-#[ignore = "defect: ModuleReader keeps the directives of a file it refused for a parse error, and finish fails on them"]
 fn a_file_refused_for_a_parse_error_leaves_no_directive() {
     use clif_merge::ReadOptions;
     use clif_merge::read::ModuleReader;

@@ -109,6 +109,12 @@ struct PlacedDirective {
     line: usize,
 }
 
+/// What one file holds, read and checked, before any of it goes into the module.
+struct FileRead {
+    directives: Vec<PlacedDirective>,
+    checked: Vec<Vec<Checked>>,
+}
+
 /// Builds a module from any number of files; directives are applied once all are read.
 #[derive(Default)]
 pub struct ModuleReader {
@@ -143,23 +149,25 @@ impl ModuleReader {
     pub fn read_file(&mut self, path: &Path) -> Result<(), InputError> {
         let file = display_name(path);
         let text = read_text(path)?;
-        let checked = self.parse_text(file, &text)?;
+        let read = self.parse_text(file, &text)?;
         // The functions own everything they need: the text goes before they move into the
         // module, so that its pages and the module's table are never all alive at once (the
         // text is as large as the table; this was the peak of a whole run).
         drop(text);
-        self.define_all(file, checked)
+        self.define_all(file, read)
     }
 
     /// Reads CLIF text that came from `file`. A byte-order mark at the start is skipped.
+    ///
+    /// A file refused (by either method) leaves the reader as it was: none of its functions
+    /// or directives are kept, so the corrected file can be read next.
     pub fn read_text(&mut self, file: &Path, text: &str) -> Result<(), InputError> {
-        let checked = self.parse_text(file, text)?;
-        self.define_all(file, checked)
+        let read = self.parse_text(file, text)?;
+        self.define_all(file, read)
     }
 
-    /// The directives of `text` (kept in the reader), then its functions, parsed and checked,
-    /// in file order.
-    fn parse_text(&mut self, file: &Path, text: &str) -> Result<Vec<Vec<Checked>>, InputError> {
+    /// The directives of `text`, then its functions, parsed and checked, in file order.
+    fn parse_text(&self, file: &Path, text: &str) -> Result<FileRead, InputError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         // Three scans of the whole text before parsing; on a large file, the limits scan runs
         // beside the other two. Errors keep their order: directives first, then limits.
@@ -168,14 +176,16 @@ impl ModuleReader {
             || (scan_directives(text), function_pieces(text)),
             || limits::problem(text),
         );
-        for (line, parsed) in directives {
-            let directive = parsed.map_err(|msg| InputError::new(file, line, msg))?;
-            self.directives.push(PlacedDirective {
-                directive,
-                file: file.to_path_buf(),
-                line,
-            });
-        }
+        let directives = (directives.into_iter())
+            .map(|(line, parsed)| {
+                let directive = parsed.map_err(|msg| InputError::new(file, line, msg))?;
+                Ok(PlacedDirective {
+                    directive,
+                    file: file.to_path_buf(),
+                    line,
+                })
+            })
+            .collect::<Result<Vec<_>, InputError>>()?;
         if let Some((line, msg)) = problem {
             return Err(InputError::new(file, line, msg));
         }
@@ -204,22 +214,46 @@ impl ModuleReader {
                 check_piece(file, text, piece, &Checks { verify, isa: &isa })
             }
         };
-        Ok(checked)
+        Ok(FileRead {
+            directives,
+            checked,
+        })
     }
 
-    /// Defines the functions read from `file`; the first error in file order is the one
-    /// reported.
-    fn define_all(&mut self, file: &Path, checked: Vec<Vec<Checked>>) -> Result<(), InputError> {
-        for (func, line, check) in checked.into_iter().flatten() {
+    /// Defines the functions read from `file` and keeps its directives, or, when one of them
+    /// is refused, nothing: the first error in file order is the one reported.
+    fn define_all(&mut self, file: &Path, read: FileRead) -> Result<(), InputError> {
+        // Every check, and every name defined twice, before any function goes in: the module
+        // is left as it was.
+        let mut lines: rustc_hash::FxHashMap<FuncName, usize> = Default::default();
+        let mut functions = Vec::new();
+        for (func, line, check) in read.checked.into_iter().flatten() {
             check?;
+            let name = FuncName::of_function(&func);
+            if let Some(&first) = lines.get(&name) {
+                let msg = format!(
+                    "function {name} is defined twice: also at {}:{first}",
+                    file.display()
+                );
+                return Err(InputError::new(file, line, msg));
+            }
+            if self.module.lookup(&name).is_some() {
+                let e = ModuleError::DuplicateName(name);
+                return Err(duplicate_error(&self.module, e, file, line));
+            }
+            lines.insert(name, line);
+            functions.push((func, line));
+        }
+        for (func, line) in functions {
             let origin = Origin {
                 file: file.to_path_buf(),
                 line,
             };
             self.module
                 .define_checked(func, self.options.default_linkage, Some(origin))
-                .map_err(|e| duplicate_error(&self.module, e, file, line))?;
+                .expect("a name checked free");
         }
+        self.directives.extend(read.directives);
         Ok(())
     }
 
