@@ -308,3 +308,20 @@ fn verify_reports_a_wrong_merge_of_float_equality_tests_against_constants() {
     let (seen, summary) = planted("(f64) -> i32", &body("0x1.6p1"), &body("0x1.7p1"));
     assert!(seen, "a wrong merge of float comparisons passes: {summary}");
 }
+
+/// A stack slot aligned to 64 bytes (`%f`) against one aligned to 16 (`%g`): natively `%f`'s
+/// slot address is a multiple of 64 (its low six bits are 0), `%g`'s need not be. The
+/// interpreter lays slots out at most 16-aligned, so both run alike and giving `%f` `%g`'s
+/// body (dropping the alignment that, say, an aligned vector store relies on) passes.
+#[test]
+#[ignore = "defect: verify lays stack slots out at most 16-aligned: a wrong merge that drops a slot's 64-byte alignment passes"]
+fn verify_reports_a_wrong_merge_that_drops_a_stack_slot_alignment() {
+    let body = |align: u32| {
+        format!(
+            "    ss0 = explicit_slot 4\n    ss1 = explicit_slot 64, align = {align}\nblock0:\n    v0 = stack_addr.i64 ss1\n    v1 = iconst.i64 63\n    v2 = band v0, v1\n    return v2"
+        )
+    };
+    // `%g` (align 16) given `%f`'s body is a refinement; `%f` given `%g`'s is not: plant that.
+    let (seen, summary) = planted("() -> i64", &body(16), &body(64));
+    assert!(seen, "dropping a 64-byte alignment passes: {summary}");
+}
