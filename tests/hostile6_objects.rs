@@ -137,3 +137,99 @@ fn preemptible_members_of_a_shared_library_stay_interposable() {
         }
     }
 }
+
+/// The Mach-O linker for tests: `ld64.lld` (LLVM's Mach-O port, in Debian's `lld`), if any.
+fn macho_linker() -> Option<&'static str> {
+    ["ld64.lld", "ld64.lld-14", "ld64.lld-22"]
+        .into_iter()
+        .find(|tool| link::tool_exists(tool))
+}
+
+/// Mach-O objects for x86_64 and arm64, every mode, exact and `--similar` (records on arm64:
+/// its `__const` section comes before `__text`), with and without `--function-sections`:
+/// every relocation lies inside its section and names a symbol of the object, and `ld64.lld`
+/// links each into a dylib with `-dead_strip` that still exports every function.
+#[test]
+fn macho_objects_with_records_link_into_a_dylib() {
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
+    let Some(linker) = macho_linker() else {
+        assert!(std::env::var_os("CI").is_none(), "CI needs ld64.lld (lld)");
+        eprintln!("note: skipping: no ld64.lld");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = module().replace("; linkage: %callk export\n", "");
+    std::fs::write(dir.path().join("k.clif"), text).unwrap();
+    let mut records = 0;
+    for (triple, arch) in [
+        ("x86_64-apple-darwin", "x86_64"),
+        ("aarch64-apple-darwin", "arm64"),
+    ] {
+        for mode in ["safe", "aliases", "thunks"] {
+            for flags in [
+                &[][..],
+                &["--similar"],
+                &["--similar", "--function-sections"],
+            ] {
+                let label = format!("{arch}-{mode}{}", flags.concat());
+                let object = dir.path().join(format!("{label}.o"));
+                let out = Command::new(BIN)
+                    .current_dir(dir.path())
+                    .args(["k.clif", "--mode", mode, "--target", triple])
+                    .args(flags)
+                    .args(["--report", "json", "-o"])
+                    .arg(&object)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{label}");
+                let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                records += report["object"]["record_bytes"].as_u64().unwrap_or(0);
+                let bytes = std::fs::read(&object).unwrap();
+                let file = object::File::parse(&*bytes).unwrap();
+                for section in file.sections() {
+                    for (offset, reloc) in section.relocations() {
+                        assert!(
+                            offset < section.size(),
+                            "{label}: {offset:#x} past its section"
+                        );
+                        match reloc.target() {
+                            RelocationTarget::Symbol(s) => {
+                                file.symbol_by_index(s).expect("a symbol of the object");
+                            }
+                            other => panic!("{label}: a relocation against {other:?}"),
+                        }
+                    }
+                }
+                let dylib = dir.path().join(format!("{label}.dylib"));
+                let link = Command::new(linker)
+                    .args(["-arch", arch, "-platform_version", "macos", "11.0", "11.0"])
+                    .args([
+                        "-dylib",
+                        "-dead_strip",
+                        "-undefined",
+                        "dynamic_lookup",
+                        "-o",
+                    ])
+                    .arg(&dylib)
+                    .arg(&object)
+                    .output()
+                    .unwrap();
+                assert!(
+                    link.status.success(),
+                    "{label}: {}",
+                    String::from_utf8_lossy(&link.stderr)
+                );
+                let linked = std::fs::read(&dylib).unwrap();
+                let linked = object::File::parse(&*linked).unwrap();
+                let exports: Vec<String> = (linked.exports().unwrap().iter())
+                    .map(|e| String::from_utf8_lossy(e.name()).into_owned())
+                    .collect();
+                for m in 0..6 {
+                    let name = format!("_k{m}");
+                    assert!(exports.contains(&name), "{label}: {name} in {exports:?}");
+                }
+            }
+        }
+    }
+    assert!(records > 0, "some case passes records");
+}
