@@ -91,3 +91,69 @@ fn a_second_run_with_a_local_default_keeps_exported_functions_exported() {
         );
     }
 }
+
+/// Six members of one similar group whose constants go to the stack, eight i64 parameters
+/// each: with `-o` the judge takes them with read-only records of their constants.
+fn wide_members() -> String {
+    let mut text = String::new();
+    let types = vec!["i64"; 8].join(", ");
+    let params: Vec<String> = (0..8).map(|i| format!("v{i}: i64")).collect();
+    for m in 1..=6u64 {
+        text += &format!(
+            "function %k{m}({types}) -> i64 system_v {{\nblock0({}):\n",
+            params.join(", ")
+        );
+        let mut acc = "v0".to_string();
+        for k in 0..6u64 {
+            let n = 100 + 3 * k;
+            let constant = m.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (k << 17);
+            text += &format!(
+                "    v{n} = iconst.i64 {}\n    v{a} = imul {acc}, v{n}\n    v{b} = iadd v{a}, v{k}\n",
+                constant as i64,
+                a = n + 1,
+                b = n + 2,
+            );
+            acc = format!("v{}", n + 2);
+        }
+        text += &format!("    return {acc}\n}}\n\n");
+    }
+    text
+}
+
+/// `--verify` checks the merge it is given; it must not change it. With `-o --similar` the
+/// judge takes a group with read-only records; `--verify` (like `--emit-clif`) turns records
+/// off, the judge then finds stack arguments not worth it, and the object is another one: the
+/// group is not merged at all, and the object written without `--verify`, the one with
+/// records, is never what `--verify` checked.
+#[test]
+#[ignore = "defect: --verify turns read-only records off, so -o --similar writes another object with it than without it (the records one is never verified)"]
+fn verify_does_not_change_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("k.clif"), wide_members()).unwrap();
+    let plain = run(
+        d,
+        &["k.clif", "--similar", "-o", "plain.o", "--report", "text"],
+    );
+    assert!(
+        plain.contains("read-only records"),
+        "records taken: {plain}"
+    );
+    let verified = run(
+        d,
+        &[
+            "k.clif",
+            "--similar",
+            "-o",
+            "verified.o",
+            "--verify",
+            "--report",
+            "text",
+        ],
+    );
+    let read = |name: &str| std::fs::read(d.join(name)).unwrap();
+    assert!(
+        read("plain.o") == read("verified.o"),
+        "the object differs with --verify:\nwithout: {plain}\nwith: {verified}"
+    );
+}
