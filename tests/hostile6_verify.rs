@@ -463,3 +463,75 @@ block0(v0: i32):
         checked.summary()
     );
 }
+
+/// `n` functions `%p{i}`: `x * K` when `x & 7` is `i % 8`, else `x + i`; `wrong` gives every
+/// third function `K + 1`, a difference only some tuples see.
+fn many(n: usize, wrong: bool, reversed: bool) -> ClifModule {
+    let mut funcs: Vec<String> = (0..n)
+        .map(|i| {
+            let k = 1_000 + i + usize::from(wrong && i % 3 == 0);
+            format!(
+                "function %p{i}(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 7
+    v2 = band v0, v1
+    v3 = iconst.i64 {sel}
+    v4 = icmp eq v2, v3
+    brif v4, block1, block2
+block1:
+    v5 = iconst.i64 {k}
+    v6 = imul v0, v5
+    return v6
+block2:
+    v7 = iconst.i64 {i}
+    v8 = iadd v0, v7
+    return v8
+}}
+",
+                sel = i % 8
+            )
+        })
+        .collect();
+    if reversed {
+        funcs.reverse();
+    }
+    read(&funcs.join("\n"))
+}
+
+/// The mismatches `verify_merge` finds, as (function, arguments), sorted.
+fn verdicts(original: &ClifModule, wrong: &ClifModule, runs: usize) -> Vec<(String, String)> {
+    let report = report_of(original, Mode::Safe);
+    let options = VerifyOptions {
+        runs,
+        ..VerifyOptions::default()
+    };
+    let checked = verify_merge(original, wrong, &report, &options);
+    let mut found: Vec<(String, String)> = (checked.mismatches.iter())
+        .map(|m| (m.function.to_string(), format!("{:?}", m.args)))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The verdicts do not depend on the order of the functions in the modules (pieces of 64
+/// functions checked on the pool, each with its own caches), nor on a repeated run; and with a
+/// single tuple (`--verify-runs 1`) the wrong functions are still seen where that tuple hits.
+#[test]
+fn verdicts_do_not_depend_on_function_order_or_repetition() {
+    let n = 200;
+    let forward = verdicts(&many(n, false, false), &many(n, true, false), 64);
+    assert!(!forward.is_empty(), "the wrong functions are found");
+    let wrong: std::collections::BTreeSet<&str> = forward.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        wrong.len(),
+        n.div_ceil(3),
+        "every third function: {wrong:?}"
+    );
+    let reversed = verdicts(&many(n, false, true), &many(n, true, true), 64);
+    assert_eq!(forward, reversed, "the verdicts depend on the order");
+    let again = verdicts(&many(n, false, false), &many(n, true, false), 64);
+    assert_eq!(forward, again, "a second run gives other verdicts");
+    let one = verdicts(&many(n, false, false), &many(n, true, false), 1);
+    let mixed = verdicts(&many(n, false, true), &many(n, true, false), 1);
+    assert_eq!(one, mixed, "--verify-runs 1 depends on the order");
+}
