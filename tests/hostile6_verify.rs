@@ -535,3 +535,42 @@ fn verdicts_do_not_depend_on_function_order_or_repetition() {
     let mixed = verdicts(&many(n, false, true), &many(n, true, false), 1);
     assert_eq!(one, mixed, "--verify-runs 1 depends on the order");
 }
+
+/// Calls to an import with `i128`, vector and float arguments that differ in one part only: the
+/// upper half of an `i128`, one lane of an `i32x4`, the lowest mantissa bit of an `f32` (NaNs
+/// among the edge values included), each found.
+#[test]
+fn verify_reports_wrong_merges_of_import_calls_with_wide_arguments() {
+    let call = |ty: &str, prep: &str| {
+        format!(
+            "    fn0 = %sink({ty}) -> i64\nblock0(v0: {ty}):\n{prep}    v9 = call fn0(v1)\n    return v9"
+        )
+    };
+    let cases = [
+        (
+            "i128 upper half",
+            "i128",
+            "    v1 = bnot v0\n".to_string(),
+            "    v2 = bnot v0\n    v3 = iconst.i64 -1\n    v4 = uextend.i128 v3\n    v1 = band v2, v4\n"
+                .to_string(),
+        ),
+        (
+            "i32x4 lane",
+            "i32x4",
+            "    v1 = bnot v0\n".to_string(),
+            "    v2 = bnot v0\n    v3 = iconst.i32 9\n    v1 = insertlane v2, v3, 3\n".to_string(),
+        ),
+        (
+            "f32 lowest mantissa bit",
+            "f32",
+            "    v1 = fneg v0\n".to_string(),
+            "    v2 = fneg v0\n    v3 = bitcast.i32 v2\n    v4 = iconst.i32 1\n    v5 = bxor v3, v4\n    v1 = bitcast.f32 v5\n"
+                .to_string(),
+        ),
+    ];
+    for (what, ty, f, g) in cases {
+        let sig = format!("({ty}) -> i64");
+        let (seen, summary) = planted(&sig, &call(ty, &f), &call(ty, &g));
+        assert!(seen, "{what}: a wrong merge passes: {summary}");
+    }
+}
