@@ -151,7 +151,7 @@ fn macho_linker() -> Option<&'static str> {
 /// links each into a dylib with `-dead_strip` that still exports every function.
 #[test]
 fn macho_objects_with_records_link_into_a_dylib() {
-    use object::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
+    use object::{Object as _, ObjectSection as _, RelocationTarget};
     let Some(linker) = macho_linker() else {
         assert!(std::env::var_os("CI").is_none(), "CI needs ld64.lld (lld)");
         eprintln!("note: skipping: no ld64.lld");
@@ -232,4 +232,89 @@ fn macho_objects_with_records_link_into_a_dylib() {
         }
     }
     assert!(records > 0, "some case passes records");
+}
+
+/// The driver of two units `k` and `q` (the same six members under two prefixes): each member
+/// called through a pointer.
+const TWO_UNITS_DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+typedef int64_t i;
+#define D(n) i n(i, i, i, i, i, i, i, i);
+D(k0) D(k1) D(k2) D(k3) D(k4) D(k5) D(q0) D(q1) D(q2) D(q3) D(q4) D(q5)
+int main(void) {
+    i (*f[12])(i, i, i, i, i, i, i, i) = {k0, k1, k2, k3, k4, k5, q0, q1, q2, q3, q4, q5};
+    for (int x = 0; x < 12; x++)
+        printf("%lld\n", (long long) f[x](x + 1, 2, 3, 4, 5, 6, 7, 8));
+    return 0;
+}
+"#;
+
+/// Two objects whose similar groups are the same (one shared body name, the same local record
+/// names `similar_…_rN` in both), linked together by every ELF linker, in both orders, with
+/// and without `--gc-sections`, `--function-sections` and PIC, on x86_64 and aarch64: the
+/// program prints what the unmerged objects print (each member reads its own unit's record).
+#[test]
+fn two_objects_with_the_same_records_link_together() {
+    for aarch64 in [false, true] {
+        let Some(tc) = toolchain(aarch64) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let k = module()
+            .split("function %callk")
+            .next()
+            .unwrap()
+            .to_string();
+        std::fs::write(d.join("k.clif"), &k).unwrap();
+        std::fs::write(d.join("q.clif"), k.replace("%k", "%q")).unwrap();
+        let driver = link::compile_driver(&tc, d, TWO_UNITS_DRIVER);
+        let build = |unit: &str, label: &str, flags: &[&str]| {
+            let object = d.join(format!("{unit}-{label}.o"));
+            let out = Command::new(BIN)
+                .current_dir(d)
+                .arg(format!("{unit}.clif"))
+                .args(["--target", tc.triple, "--report", "text"])
+                .args(flags)
+                .arg("-o")
+                .arg(&object)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{unit} {label}");
+            (object, String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let unmerged = ["--mode", "thunks", "--size-baseline"];
+        let (kb, _) = build("k", "base", &unmerged);
+        let (qb, _) = build("q", "base", &unmerged);
+        let exe = d.join("base");
+        let base: [&Path; 3] = [&driver, &kb, &qb];
+        let expected = link::link_and_run(&tc, &exe, &base, "bfd", false).unwrap();
+        for (label, flags) in [
+            ("plain", &["--similar"][..]),
+            ("pic", &["--similar", "--set", "is_pic"]),
+            (
+                "sections",
+                &["--similar", "--function-sections", "--set", "is_pic"],
+            ),
+        ] {
+            let (km, report) = build("k", label, flags);
+            assert!(report.contains("read-only records"), "{label}: {report}");
+            let (qm, _) = build("q", label, flags);
+            for linker in linkers().into_iter().filter(|l| !aarch64 || *l != "lld") {
+                for gc in [false, true] {
+                    for objects in [[&*driver, &*km, &*qm], [&*driver, &*qm, &*km]] {
+                        let exe = d.join(format!("{label}-{linker}-{gc}"));
+                        let printed = link::link_and_run(&tc, &exe, &objects, linker, gc);
+                        assert_eq!(
+                            printed.as_deref(),
+                            Ok(expected.as_str()),
+                            "{} {label} {linker} gc={gc} {objects:?}",
+                            tc.triple
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
