@@ -96,7 +96,7 @@ fn a_second_run_with_a_local_default_keeps_exported_functions_exported() {
 /// each: with `-o` the judge takes them with read-only records of their constants.
 fn wide_members() -> String {
     let mut text = String::new();
-    let types = vec!["i64"; 8].join(", ");
+    let types = ["i64"; 8].join(", ");
     let params: Vec<String> = (0..8).map(|i| format!("v{i}: i64")).collect();
     for m in 1..=6u64 {
         text += &format!(

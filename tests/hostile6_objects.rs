@@ -22,7 +22,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
 /// class). `%callk` calls `%k0` and `%k1` and adds their results.
 fn module() -> String {
     let mut text = String::new();
-    let types = vec!["i64"; 8].join(", ");
+    let types = ["i64"; 8].join(", ");
     let params: Vec<String> = (0..8).map(|i| format!("v{i}: i64")).collect();
     for m in 0..6u64 {
         let seed = if m == 1 { 0 } else { m };
