@@ -22,7 +22,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
 /// class). `%callk` calls `%k0` and `%k1` and adds their results.
 fn module() -> String {
     let mut text = String::new();
-    let types = vec!["i64"; 8].join(", ");
+    let types = ["i64"; 8].join(", ");
     let params: Vec<String> = (0..8).map(|i| format!("v{i}: i64")).collect();
     for m in 0..6u64 {
         let seed = if m == 1 { 0 } else { m };
@@ -132,6 +132,187 @@ fn preemptible_members_of_a_shared_library_stay_interposable() {
                         "{} {label} {linker}: the library's own k0 or k1 ran",
                         tc.triple
                     );
+                }
+            }
+        }
+    }
+}
+
+/// The Mach-O linker for tests: `ld64.lld` (LLVM's Mach-O port, in Debian's `lld`), if any.
+fn macho_linker() -> Option<&'static str> {
+    ["ld64.lld", "ld64.lld-14", "ld64.lld-22"]
+        .into_iter()
+        .find(|tool| link::tool_exists(tool))
+}
+
+/// Mach-O objects for x86_64 and arm64, every mode, exact and `--similar` (records on arm64:
+/// its `__const` section comes before `__text`), with and without `--function-sections`:
+/// every relocation lies inside its section and names a symbol of the object, and `ld64.lld`
+/// links each into a dylib with `-dead_strip` that still exports every function.
+#[test]
+fn macho_objects_with_records_link_into_a_dylib() {
+    use object::{Object as _, ObjectSection as _, RelocationTarget};
+    let Some(linker) = macho_linker() else {
+        assert!(std::env::var_os("CI").is_none(), "CI needs ld64.lld (lld)");
+        eprintln!("note: skipping: no ld64.lld");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = module().replace("; linkage: %callk export\n", "");
+    std::fs::write(dir.path().join("k.clif"), text).unwrap();
+    let mut records = 0;
+    for (triple, arch) in [
+        ("x86_64-apple-darwin", "x86_64"),
+        ("aarch64-apple-darwin", "arm64"),
+    ] {
+        for mode in ["safe", "aliases", "thunks"] {
+            for flags in [
+                &[][..],
+                &["--similar"],
+                &["--similar", "--function-sections"],
+            ] {
+                let label = format!("{arch}-{mode}{}", flags.concat());
+                let object = dir.path().join(format!("{label}.o"));
+                let out = Command::new(BIN)
+                    .current_dir(dir.path())
+                    .args(["k.clif", "--mode", mode, "--target", triple])
+                    .args(flags)
+                    .args(["--report", "json", "-o"])
+                    .arg(&object)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{label}");
+                let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                records += report["object"]["record_bytes"].as_u64().unwrap_or(0);
+                let bytes = std::fs::read(&object).unwrap();
+                let file = object::File::parse(&*bytes).unwrap();
+                for section in file.sections() {
+                    for (offset, reloc) in section.relocations() {
+                        assert!(
+                            offset < section.size(),
+                            "{label}: {offset:#x} past its section"
+                        );
+                        match reloc.target() {
+                            RelocationTarget::Symbol(s) => {
+                                file.symbol_by_index(s).expect("a symbol of the object");
+                            }
+                            other => panic!("{label}: a relocation against {other:?}"),
+                        }
+                    }
+                }
+                let dylib = dir.path().join(format!("{label}.dylib"));
+                let link = Command::new(linker)
+                    .args(["-arch", arch, "-platform_version", "macos", "11.0", "11.0"])
+                    .args([
+                        "-dylib",
+                        "-dead_strip",
+                        "-undefined",
+                        "dynamic_lookup",
+                        "-o",
+                    ])
+                    .arg(&dylib)
+                    .arg(&object)
+                    .output()
+                    .unwrap();
+                assert!(
+                    link.status.success(),
+                    "{label}: {}",
+                    String::from_utf8_lossy(&link.stderr)
+                );
+                let linked = std::fs::read(&dylib).unwrap();
+                let linked = object::File::parse(&*linked).unwrap();
+                let exports: Vec<String> = (linked.exports().unwrap().iter())
+                    .map(|e| String::from_utf8_lossy(e.name()).into_owned())
+                    .collect();
+                for m in 0..6 {
+                    let name = format!("_k{m}");
+                    assert!(exports.contains(&name), "{label}: {name} in {exports:?}");
+                }
+            }
+        }
+    }
+    assert!(records > 0, "some case passes records");
+}
+
+/// The driver of two units `k` and `q` (the same six members under two prefixes): each member
+/// called through a pointer.
+const TWO_UNITS_DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+typedef int64_t i;
+#define D(n) i n(i, i, i, i, i, i, i, i);
+D(k0) D(k1) D(k2) D(k3) D(k4) D(k5) D(q0) D(q1) D(q2) D(q3) D(q4) D(q5)
+int main(void) {
+    i (*f[12])(i, i, i, i, i, i, i, i) = {k0, k1, k2, k3, k4, k5, q0, q1, q2, q3, q4, q5};
+    for (int x = 0; x < 12; x++)
+        printf("%lld\n", (long long) f[x](x + 1, 2, 3, 4, 5, 6, 7, 8));
+    return 0;
+}
+"#;
+
+/// Two objects whose similar groups are the same (one shared body name, the same local record
+/// names `similar_…_rN` in both), linked together by every ELF linker, in both orders, with
+/// and without `--gc-sections`, `--function-sections` and PIC, on x86_64 and aarch64: the
+/// program prints what the unmerged objects print (each member reads its own unit's record).
+#[test]
+fn two_objects_with_the_same_records_link_together() {
+    for aarch64 in [false, true] {
+        let Some(tc) = toolchain(aarch64) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let k = module()
+            .split("function %callk")
+            .next()
+            .unwrap()
+            .to_string();
+        std::fs::write(d.join("k.clif"), &k).unwrap();
+        std::fs::write(d.join("q.clif"), k.replace("%k", "%q")).unwrap();
+        let driver = link::compile_driver(&tc, d, TWO_UNITS_DRIVER);
+        let build = |unit: &str, label: &str, flags: &[&str]| {
+            let object = d.join(format!("{unit}-{label}.o"));
+            let out = Command::new(BIN)
+                .current_dir(d)
+                .arg(format!("{unit}.clif"))
+                .args(["--target", tc.triple, "--report", "text"])
+                .args(flags)
+                .arg("-o")
+                .arg(&object)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{unit} {label}");
+            (object, String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let unmerged = ["--mode", "thunks", "--size-baseline"];
+        let (kb, _) = build("k", "base", &unmerged);
+        let (qb, _) = build("q", "base", &unmerged);
+        let exe = d.join("base");
+        let base: [&Path; 3] = [&driver, &kb, &qb];
+        let expected = link::link_and_run(&tc, &exe, &base, "bfd", false).unwrap();
+        for (label, flags) in [
+            ("plain", &["--similar"][..]),
+            ("pic", &["--similar", "--set", "is_pic"]),
+            (
+                "sections",
+                &["--similar", "--function-sections", "--set", "is_pic"],
+            ),
+        ] {
+            let (km, report) = build("k", label, flags);
+            assert!(report.contains("read-only records"), "{label}: {report}");
+            let (qm, _) = build("q", label, flags);
+            for linker in linkers().into_iter().filter(|l| !aarch64 || *l != "lld") {
+                for gc in [false, true] {
+                    for objects in [[&*driver, &*km, &*qm], [&*driver, &*qm, &*km]] {
+                        let exe = d.join(format!("{label}-{linker}-{gc}"));
+                        let printed = link::link_and_run(&tc, &exe, &objects, linker, gc);
+                        assert_eq!(
+                            printed.as_deref(),
+                            Ok(expected.as_str()),
+                            "{} {label} {linker} gc={gc} {objects:?}",
+                            tc.triple
+                        );
+                    }
                 }
             }
         }
