@@ -478,7 +478,6 @@ block0(v0: i32):
 /// symbol, but `--verify` runs only the functions the original defines, never an alias by its
 /// own name, so the wrong merge passes.
 #[test]
-#[ignore = "defect: verify never runs an alias by its name: an exported alias re-targeted to another function passes"]
 fn verify_reports_an_exported_alias_retargeted() {
     let text = |target: &str| {
         format!(

@@ -3,7 +3,8 @@
 //! every function the merge wrote or changed must pass the CLIF verifier: one that does not is
 //! reported as a mismatch (`not valid CLIF after merging`), whatever its runs do.
 //!
-//! For each function *defined* in the original module whose signature the interpreter can run
+//! For each function *defined* in the original module, and each alias of one (run as its
+//! target, by the alias's name), whose signature the interpreter can run
 //! (integer and float parameters and returns), the function is called by its name in the
 //! original module, and the same name in the merged module: the function itself, a thunk, or an
 //! alias, or — when the merge removed it — the kept function of its class (from the
@@ -136,7 +137,8 @@ pub fn verify_merge(
     ];
     let unchanged = Unchanged::new(&resolved[0], &resolved[1]);
     let closed = unchanged.closed(&resolved[0], &names);
-    let functions: Vec<&ModuleFunction> = original.functions().collect();
+    let aliases = alias_entries(original);
+    let functions: Vec<&ModuleFunction> = original.functions().chain(&aliases).collect();
     // Pieces of functions checked on the pool, each with its own two sides, then reported in
     // module order: the report is the same whatever the threads.
     let pieces: Vec<&[&ModuleFunction]> = functions.chunks(64).collect();
@@ -162,6 +164,24 @@ pub fn verify_merge(
         out.absorb(piece);
     }
     out
+}
+
+/// Each alias of `original` as an entry of its own: its name with its target's body. Other
+/// objects call an alias by its name, so the merged module's function of that name must do
+/// what the target did (a merge that re-targets an alias is wrong even where nothing inside
+/// the module uses it).
+fn alias_entries(original: &ClifModule) -> Vec<ModuleFunction> {
+    (original.aliases().iter())
+        .filter_map(|alias| {
+            let target = original.function(original.resolve(&alias.target)?);
+            Some(ModuleFunction {
+                name: alias.name.clone(),
+                func: target.func.clone(),
+                linkage: alias.linkage,
+                origin: None,
+            })
+        })
+        .collect()
 }
 
 /// Checks `mf` against its counterpart in `merged`, or counts it as skipped.
