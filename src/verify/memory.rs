@@ -30,6 +30,14 @@ impl Memory {
         self.words.clear();
     }
 
+    /// What a call of a function that is not run leaves: it may have written anything, so
+    /// every byte reads anew, derived from the seed and `call` (the calls so far), the same on
+    /// both sides.
+    pub(super) fn clobber(&mut self, call: u64) {
+        self.seed = mix(self.seed ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        self.words.clear();
+    }
+
     /// The bytes at `address..address + dst.len()` (addresses wrap).
     pub(super) fn read(&self, address: u64, dst: &mut [u8]) {
         for (i, byte) in dst.iter_mut().enumerate() {

@@ -160,6 +160,8 @@ pub struct ImportCall {
     pub signature: Signature,
     /// Its arguments (stack addresses as (slot, offset), see [`Store`]).
     pub args: Vec<DataValue>,
+    /// How many stores the run made before it: calls and stores are one sequence.
+    pub stores_before: usize,
 }
 
 /// A store to memory, as recorded. A stack address, as an address or as the value stored, is
@@ -231,6 +233,7 @@ fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
             x.callee == y.callee
+                && x.stores_before == y.stores_before
                 && x.signature == y.signature
                 && x.args.len() == y.args.len()
                 && x.args.iter().zip(&y.args).all(|(p, q)| same_value(p, q))

@@ -146,7 +146,7 @@ impl<'a> Side<'a> {
             trace.record(func, pc, |v| frame.get(v).clone());
         }
         if let Some((callee, sig, args)) = self.opaque_callee(func, pc) {
-            let rets = opaque_call(callee, sig, args, imports)?;
+            let rets = self.not_run(callee, sig, args, imports)?;
             return if matches!(
                 func.dfg.insts[pc].opcode(),
                 Opcode::ReturnCall | Opcode::ReturnCallIndirect
@@ -204,7 +204,7 @@ impl<'a> Side<'a> {
                 let args = self.observed(args);
                 let func = self.state.current_frame().function();
                 let sig = call_site_signature(func, pc, callee);
-                let rets = opaque_call(Callee::Import(name.clone()), sig, args, imports)?;
+                let rets = self.not_run(Callee::Import(name.clone()), sig, args, imports)?;
                 self.state
                     .current_frame_mut()
                     .set_all(func.dfg.inst_results(pc), rets);
@@ -228,6 +228,23 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// A call of a function that is not run ([`opaque_call`]), placed among the run's stores
+    /// (a store moved across it is another run). The callee may write any memory but the
+    /// caller's frames: what the run reads there after the call is read anew, so that a load
+    /// moved across the call reads something else.
+    fn not_run(
+        &mut self,
+        callee: Callee,
+        sig: &Signature,
+        args: Vec<DataValue>,
+        imports: &mut Vec<ImportCall>,
+    ) -> Result<Vec<DataValue>, Outcome> {
+        let stores_before = self.state.stores.len();
+        let rets = opaque_call(callee, sig, args, stores_before, imports)?;
+        self.state.memory.clobber(imports.len() as u64);
+        Ok(rets)
+    }
+
     /// A tail call: as [`Side::call`], but the current frame is left first.
     fn return_call(
         &mut self,
@@ -242,7 +259,7 @@ impl<'a> Side<'a> {
             Some((name, StubKind::Import)) => {
                 let args = self.observed(args);
                 let sig = call_site_signature(self.state.current_frame().function(), pc, callee);
-                let rets = opaque_call(Callee::Import(name.clone()), sig, args, imports)?;
+                let rets = self.not_run(Callee::Import(name.clone()), sig, args, imports)?;
                 self.leave(rets, returns_to)
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
@@ -412,6 +429,7 @@ fn opaque_call(
     callee: Callee,
     sig: &Signature,
     args: Vec<DataValue>,
+    stores_before: usize,
     calls: &mut Vec<ImportCall>,
 ) -> Result<Vec<DataValue>, Outcome> {
     let mut h = fnv(callee.to_string().as_bytes());
@@ -431,6 +449,7 @@ fn opaque_call(
         callee,
         signature: sig.clone(),
         args,
+        stores_before,
     });
     sig.returns
         .iter()
