@@ -361,7 +361,6 @@ fn verify_reports_a_wrong_merge_of_float_equality_tests_against_constants() {
 /// interpreter lays slots out at most 16-aligned, so both run alike and giving `%f` `%g`'s
 /// body (dropping the alignment that, say, an aligned vector store relies on) passes.
 #[test]
-#[ignore = "defect: verify lays stack slots out at most 16-aligned: a wrong merge that drops a slot's 64-byte alignment passes"]
 fn verify_reports_a_wrong_merge_that_drops_a_stack_slot_alignment() {
     let body = |align: u32| {
         format!(
@@ -379,7 +378,6 @@ fn verify_reports_a_wrong_merge_that_drops_a_stack_slot_alignment() {
 /// they interleave (and models the import as a function of its arguments alone), so giving
 /// `%g` `%f`'s body passes.
 #[test]
-#[ignore = "defect: verify compares stores and import calls as two separate sequences: a store moved across a call passes"]
 fn verify_reports_a_wrong_merge_that_moves_a_store_across_an_import_call() {
     let body = |store_first: bool| {
         let store = "    store.i64 notrap aligned v1, v0";
@@ -404,7 +402,6 @@ fn verify_reports_a_wrong_merge_that_moves_a_store_across_an_import_call() {
 /// the memory it is given the address of. `--verify` models an import as writing nothing, so
 /// the load reads the same on both sides and giving `%g` `%f`'s body passes.
 #[test]
-#[ignore = "defect: verify models import calls as writing no memory: a load moved across a call passes"]
 fn verify_reports_a_wrong_merge_that_moves_a_load_across_an_import_call() {
     let body = |load_first: bool| {
         let load = "    v1 = load.i64 notrap aligned v0";

@@ -41,21 +41,37 @@ pub(super) const STACK_TAG: u64 = 0x5354_0000_0000_0000;
 struct SlotLayout {
     offsets: Vec<u64>,
     size: u64,
+    /// What the frame's base is a multiple of: twice its widest slot alignment, at least 16.
+    base_alignment: u64,
 }
 
+/// The widest stack slot alignment laid out as declared (wider ones are laid out as this).
+const MAX_SLOT_ALIGN: u8 = 12;
+
 impl SlotLayout {
+    /// A slot aligned to `A` ≥ 16 is placed at an address that is a multiple of `A` and not of
+    /// `2A`, so that code relying on more alignment than the slot declares (a merge that drops
+    /// a slot's alignment) sees other low bits than code relying on what it declares. Narrower
+    /// slots are aligned as declared.
     fn of(func: &Function) -> SlotLayout {
         let mut offsets = Vec::with_capacity(func.sized_stack_slots.len());
         let mut end = 0u64;
+        let mut widest = 16u64;
         for slot in func.sized_stack_slots.values() {
-            let align = 1u64 << slot.align_shift.min(4);
-            end = end.next_multiple_of(align);
+            let align = 1u64 << slot.align_shift.min(MAX_SLOT_ALIGN);
+            end = if align >= 16 {
+                (end + align).next_multiple_of(2 * align) - align
+            } else {
+                end.next_multiple_of(align)
+            };
+            widest = widest.max(align);
             offsets.push(end);
             end += u64::from(slot.size);
         }
         SlotLayout {
             offsets,
             size: end.next_multiple_of(16),
+            base_alignment: 2 * widest,
         }
     }
 }
@@ -181,11 +197,6 @@ impl<'a> Machine<'a> {
     /// Bytes of stack in use.
     pub(super) fn stack_bytes(&self) -> u64 {
         self.stack.len() as u64
-    }
-
-    /// The frame size of `func`.
-    pub(super) fn frame_size(&mut self, func: &Function) -> u64 {
-        self.layout(func).size
     }
 
     fn layout(&mut self, func: &Function) -> &SlotLayout {
@@ -314,8 +325,9 @@ impl<'a> State<'a> for Machine<'a> {
         |_, _| Err(CraneliftTrap::UnreachableCodeReached)
     }
     fn push_frame(&mut self, function: &'a Function) {
-        let size = self.frame_size(function);
-        let base = (self.stack.len() as u64).next_multiple_of(16);
+        let layout = self.layout(function);
+        let (size, alignment) = (layout.size, layout.base_alignment);
+        let base = (self.stack.len() as u64).next_multiple_of(alignment);
         self.stack.resize((base + size) as usize, 0);
         self.frame_base.push(base);
         let spare = self
