@@ -316,7 +316,6 @@ fn planted(sig: &str, f_body: &str, g_body: &str) -> (bool, String) {
 /// only, so giving `%g` `%f`'s body passes. (hostile4's integer case is found since every
 /// `icmp` is a guided decision.)
 #[test]
-#[ignore = "defect: guided tuples aim at integer comparisons only: an fcmp against a computed float constant is never reached"]
 fn verify_reports_a_wrong_merge_of_float_equality_tests_against_computed_constants() {
     let body = |k: &str| {
         format!(
@@ -345,7 +344,6 @@ fn verify_reports_a_wrong_merge_of_integer_equality_tests_against_computed_const
 /// Even a float parameter compared directly with a constant (`fcmp eq v0, 2.75` against
 /// `2.875`): steering values are taken from integer `icmp`s only.
 #[test]
-#[ignore = "defect: steering values come from integer icmp only: fcmp eq against a float constant is never reached"]
 fn verify_reports_a_wrong_merge_of_float_equality_tests_against_constants() {
     let body = |k: &str| {
         format!(

@@ -3,9 +3,10 @@
 //!
 //! The original side of every run records, at each `brif`, `br_table`, `trapz` and `trapnz` it
 //! executes, the side it took and the values the decision was made on: the two operands of the
-//! `icmp` (or `icmp_imm`) the condition is, else the condition and zero; a `br_table`'s index.
-//! Every `icmp` is a decision of its own too (equal or not, on its operands): a
-//! comparison's result may be returned or stored rather than branched on.
+//! `icmp`, `icmp_imm` or `fcmp` the condition is (a float as its bits), else the condition and
+//! zero; a `br_table`'s index. Every `icmp` and `fcmp` is a decision of its own too (equal or
+//! not, on its operands): a comparison's result may be returned or stored rather than branched
+//! on.
 //! After the run, for each such decision with a side no run took yet, an argument of the run
 //! that *is* one of the operands (its low bits equal it, up to a small difference, as a
 //! parameter minus one or a truncated parameter is) is replaced by the other operand (and its
@@ -95,7 +96,8 @@ impl Trace {
             // A comparison whose result is no branch's condition (a value returned, stored,
             // selected on) decides too: its sides are "equal" and "not equal", and the
             // neighbours an aimed tuple also tries take an ordered one's both ways.
-            InstructionData::IntCompare { args, .. } => {
+            InstructionData::IntCompare { args, .. }
+            | InstructionData::FloatCompare { args, .. } => {
                 let (a, b) = (get(args[0]), get(args[1]));
                 let (Some((a, width)), Some((b, _))) = (signed(&a), signed(&b)) else {
                     return;
@@ -145,7 +147,8 @@ fn operands(
     let def = func.dfg.value_def(func.dfg.resolve_aliases(cond));
     let compared = match def {
         ValueDef::Result(inst, _) => match func.dfg.insts[inst] {
-            InstructionData::IntCompare { args, .. } => Some((get(args[0]), get(args[1]))),
+            InstructionData::IntCompare { args, .. }
+            | InstructionData::FloatCompare { args, .. } => Some((get(args[0]), get(args[1]))),
             _ => None,
         },
         _ => None,
@@ -259,7 +262,9 @@ fn is_zero(v: &DataValue) -> bool {
     signed(v).is_some_and(|(x, _)| x == 0)
 }
 
-/// An integer as a signed number, with its width.
+/// An integer as a signed number, with its width; a float as its bits, so that a float
+/// compared with a constant is aimed at the constant's bits (and, nudged by one, at the floats
+/// beside it).
 fn signed(v: &DataValue) -> Option<(i128, u32)> {
     Some(match *v {
         DataValue::I8(x) => (i128::from(x), 8),
@@ -267,6 +272,8 @@ fn signed(v: &DataValue) -> Option<(i128, u32)> {
         DataValue::I32(x) => (i128::from(x), 32),
         DataValue::I64(x) => (i128::from(x), 64),
         DataValue::I128(x) => (x, 128),
+        DataValue::F32(x) => (i128::from(x.bits() as i32), 32),
+        DataValue::F64(x) => (i128::from(x.bits() as i64), 64),
         _ => return None,
     })
 }
@@ -284,7 +291,8 @@ fn sign_extend(x: u128, width: u32) -> i128 {
     ((x << unused) as i128) >> unused
 }
 
-/// The integer of type `ty` with these low bits.
+/// The integer or float of type `ty` with these low bits.
 fn of_bits(ty: Type, bits: u128) -> Option<DataValue> {
-    super::inputs::value_of_bits(ty, bits as u64, (bits >> 64) as u64).filter(|_| ty.is_int())
+    super::inputs::value_of_bits(ty, bits as u64, (bits >> 64) as u64)
+        .filter(|_| ty.is_int() || ty.is_float())
 }

@@ -139,7 +139,7 @@ impl<'a> Side<'a> {
             && (func.dfg.insts[pc].opcode().is_branch()
                 || matches!(
                     func.dfg.insts[pc].opcode(),
-                    Opcode::Trapz | Opcode::Trapnz | Opcode::Icmp
+                    Opcode::Trapz | Opcode::Trapnz | Opcode::Icmp | Opcode::Fcmp
                 ))
         {
             let frame = self.state.current_frame();
