@@ -138,7 +138,8 @@ struct Opts {
     size_report: Option<PathBuf>,
 
     /// Threads for the parallel phases (reading and verifying, hashing, merging, summarizing);
-    /// default: one per core. Small modules use one thread whatever this says (under 4,096
+    /// default: one per core, at most 8 (no phase uses more). Small modules use one thread
+    /// whatever this says (under 4,096
     /// functions; for reading, under 4,096 functions and 1 MiB; for verifying and global
     /// merging's keys, under 20,000 instructions).
     #[arg(long, value_name = "N", global = true)]
@@ -325,9 +326,9 @@ fn run(opts: Opts) -> Result<()> {
         && let Some(threads) = opts.threads
     {
         // The main command's threads are its `MergeOptions`'; the subcommands run on the
-        // global pool.
+        // global pool, of at most 8 as `MergeOptions::threads` makes (no phase uses more).
         rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.get())
+            .num_threads(threads.get().min(8))
             .build_global()?;
     }
     match &opts.command {

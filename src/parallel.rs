@@ -27,12 +27,16 @@ const PARALLEL_MIN_WEIGHT: usize = 20_000;
 /// [`map_weighted`]'s batch: about this many instructions.
 const BATCH_WEIGHT: usize = 2_000;
 
-/// Threads to use for `items` items: at most 8 (more wait on memory, not on work).
+/// The most threads any phase uses: more wait on memory, not on work. A pool of more is never
+/// made ([`crate::MergeOptions::threads`]).
+pub(crate) const MAX_THREADS: usize = 8;
+
+/// Threads to use for `items` items: at most [`MAX_THREADS`].
 fn threads_for(items: usize) -> usize {
     if items < PARALLEL_MIN_ITEMS {
         return 1;
     }
-    pool_threads().min(8)
+    pool_threads().min(MAX_THREADS)
 }
 
 /// Runs `work` on the calling thread and on `threads - 1` tasks of rayon's pool. The calling
@@ -118,7 +122,7 @@ pub fn map_weighted<T: Sync, R: Send, S>(
     let threads = if total < PARALLEL_MIN_WEIGHT || batches.len() < 2 {
         1
     } else {
-        pool_threads().min(8)
+        pool_threads().min(MAX_THREADS)
     };
     if threads < 2 {
         return map_here(items, init, f);
@@ -186,7 +190,7 @@ fn map_batches<T: Sync, R: Send, S>(
 /// enough to use the pool.
 #[cfg_attr(not(any(feature = "reader", feature = "verify")), allow(dead_code))]
 pub fn map_large<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = pool_threads().min(8).min(items.len());
+    let threads = pool_threads().min(MAX_THREADS).min(items.len());
     if threads < 2 {
         return items.iter().map(f).collect();
     }

@@ -53,9 +53,9 @@ pub struct MergeOptions {
     /// pipeline and `merge_module_with_options` apply it; `batch` and `MergingModule`, whose
     /// callers define the symbols, refuse it ([`crate::Error::Unsupported`]).
     pub summary: Option<Summary>,
-    /// Threads for the parallel phases: a pool of this many is made for the call. `None`: the
-    /// pool the caller runs on (rayon's global pool, one thread per core, unless the caller
-    /// installed another). The result does not depend on it.
+    /// Threads for the parallel phases: a pool of this many, at most 8 (no phase uses more), is
+    /// made for the call. `None`: the pool the caller runs on (rayon's global pool, one thread
+    /// per core, unless the caller installed another). The result does not depend on it.
     pub threads: Option<NonZeroUsize>,
 }
 
@@ -67,7 +67,7 @@ impl MergeOptions {
         #[cfg(feature = "parallel")]
         if let Some(threads) = self.threads {
             let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads.get())
+                .num_threads(threads.get().min(crate::parallel::MAX_THREADS))
                 .build();
             if let Ok(pool) = pool {
                 return pool.install(work);
@@ -250,6 +250,8 @@ mod tests {
         };
         assert_eq!(options(3).in_pool(rayon::current_num_threads), 3);
         assert_eq!(options(1).in_pool(rayon::current_num_threads), 1);
+        // No phase uses more than eight: a pool of more would only start idle threads.
+        assert_eq!(options(100_000).in_pool(rayon::current_num_threads), 8);
         let current = rayon::current_num_threads();
         assert_eq!(options(0).in_pool(rayon::current_num_threads), current);
     }

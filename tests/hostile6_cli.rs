@@ -164,7 +164,6 @@ fn verify_does_not_change_the_object() {
 /// reasonable time. The run must take about what `--threads 1` takes (here: end within 20 s,
 /// or the child is killed).
 #[test]
-#[ignore = "defect: --threads N builds a pool of N OS threads, even for a small module: --threads 100000 runs for minutes"]
 fn a_large_thread_count_on_a_small_module_ends_quickly() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
