@@ -223,22 +223,11 @@ fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
         similar.judge = target_isa(object).ok().map(SizeJudge::new);
     }
     // Records are data objects: only the object holds them (`compile` hands them to the
-    // writer), not CLIF text, nor what `--verify` runs.
-    let object_only = options.object.is_some() && !options.emit_clif && verify_off(options);
+    // writer), not CLIF text. `--verify` runs them with their bytes (the report's), so that
+    // what it checks is what the object holds.
+    let object_only = options.object.is_some() && !options.emit_clif;
     similar.records = Some(object_only && similar.records != Some(false));
     Some(similar)
-}
-
-/// Whether `options` run no `--verify`.
-fn verify_off(options: &PipelineOptions) -> bool {
-    #[cfg(feature = "verify")]
-    let off = options.verify.is_none();
-    #[cfg(not(feature = "verify"))]
-    let off = {
-        let _ = options;
-        true
-    };
-    off
 }
 
 /// The merged module's object; with `unmerged`, its size unmerged and unfolded in the report,

@@ -126,7 +126,6 @@ fn wide_members() -> String {
 /// group is not merged at all, and the object written without `--verify`, the one with
 /// records, is never what `--verify` checked.
 #[test]
-#[ignore = "defect: --verify turns read-only records off, so -o --similar writes another object with it than without it (the records one is never verified)"]
 fn verify_does_not_change_the_object() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

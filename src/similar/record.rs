@@ -6,7 +6,8 @@
 //! for a position-independent output (24 bytes of `.rela.dyn` on x86_64 and aarch64), more
 //! than the `lea`/`adrp` it replaces (`benches/records_probe.sh`). CLIF text has no data
 //! objects, so records exist only for the object writer ([`super::SimilarOptions::records`]);
-//! `--emit-clif`, `--verify`, the JIT and the interpreter keep stack arguments.
+//! `--emit-clif`, the JIT and `MergingModule` keep stack arguments. `--verify` defines each
+//! record's bytes at its symbol's address and runs the merge as the object holds it.
 
 use super::params::{POINTER, ParamLayout};
 use crate::compare::Hole;

@@ -21,6 +21,9 @@ pub(super) struct Memory {
     /// same on both sides.
     seed: u64,
     words: FxHashMap<u64, Word>,
+    /// Read-only data the module defines (a similar group's records): read where nothing was
+    /// stored, kept across runs and calls.
+    data: FxHashMap<u64, Word>,
 }
 
 impl Memory {
@@ -43,22 +46,22 @@ impl Memory {
         for (i, byte) in dst.iter_mut().enumerate() {
             let at = address.wrapping_add(i as u64);
             let (word, lane) = (at & !7, (at & 7) as usize);
-            *byte = match self.words.get(&word) {
-                Some(w) if w.stored & (1 << lane) != 0 => w.bytes[lane],
-                _ => self.unwritten(word).to_le_bytes()[lane],
+            let stored = |w: Option<&Word>| w.filter(|w| w.stored & (1 << lane) != 0).copied();
+            *byte = match stored(self.words.get(&word)).or_else(|| stored(self.data.get(&word))) {
+                Some(w) => w.bytes[lane],
+                None => self.unwritten(word).to_le_bytes()[lane],
             };
         }
     }
 
     /// Stores `src` at `address` (addresses wrap).
     pub(super) fn write(&mut self, address: u64, src: &[u8]) {
-        for (i, &byte) in src.iter().enumerate() {
-            let at = address.wrapping_add(i as u64);
-            let (word, lane) = (at & !7, (at & 7) as usize);
-            let w = self.words.entry(word).or_default();
-            w.bytes[lane] = byte;
-            w.stored |= 1 << lane;
-        }
+        put(&mut self.words, address, src);
+    }
+
+    /// Defines read-only data `bytes` at `address`, for every run from now on.
+    pub(super) fn define(&mut self, address: u64, bytes: &[u8]) {
+        put(&mut self.data, address, bytes);
     }
 
     /// The value of an aligned word nothing stored to: mostly small numbers, so that lengths
@@ -66,6 +69,17 @@ impl Memory {
     /// other.
     fn unwritten(&self, word: u64) -> u64 {
         small_mostly(mix(self.seed ^ mix(word)))
+    }
+}
+
+/// Writes `src` at `address` into `words` (addresses wrap).
+fn put(words: &mut FxHashMap<u64, Word>, address: u64, src: &[u8]) {
+    for (i, &byte) in src.iter().enumerate() {
+        let at = address.wrapping_add(i as u64);
+        let (word, lane) = (at & !7, (at & 7) as usize);
+        let w = words.entry(word).or_default();
+        w.bytes[lane] = byte;
+        w.stored |= 1 << lane;
     }
 }
 

@@ -83,6 +83,7 @@ pub use report::VerifyReport;
 use crate::module::{ClifModule, FuncName, ModuleFunction};
 use crate::pass::MergeReport;
 use crate::policy::Action;
+use crate::similar::ConstantRecord;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
 use inputs::{Rng, arguments, fnv, mix, steering_values};
@@ -137,6 +138,11 @@ pub fn verify_merge(
     ];
     let unchanged = Unchanged::new(&resolved[0], &resolved[1]);
     let closed = unchanged.closed(&resolved[0], &names);
+    // The merged module's read-only data: the records similar groups pass (little-endian, as
+    // both targets are), which its shared bodies load.
+    let records: Vec<&ConstantRecord> = (report.similar.iter().flatten())
+        .flat_map(|group| &group.records)
+        .collect();
     let aliases = alias_entries(original);
     let functions: Vec<&ModuleFunction> = original.functions().chain(&aliases).collect();
     // Pieces of functions checked on the pool, each with its own two sides, then reported in
@@ -149,6 +155,9 @@ pub fn verify_merge(
         ];
         // The original side records its decisions, for the guided arguments.
         sides[0].trace = Some(guide::Trace::default());
+        for record in &records {
+            sides[1].define_data(&record.name, &record.bytes(true));
+        }
         let mut out = VerifyReport::default();
         for mf in piece.iter() {
             let same = (&unchanged, closed.as_slice());

@@ -45,6 +45,11 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Defines the read-only data object `name` with `bytes` for every run of this side.
+    pub(super) fn define_data(&mut self, name: &FuncName, bytes: &[u8]) {
+        self.state.define_data(&name.to_string(), bytes);
+    }
+
     /// The index of `name` among the names both sides know.
     pub(super) fn name_index(&self, name: &FuncName) -> usize {
         self.state.name_index(name)

@@ -278,11 +278,22 @@ impl<'a> Machine<'a> {
             _ => {
                 let text = name.display(Some(&func.params)).to_string();
                 let text = if tls { format!("tls {text}") } else { text };
-                SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
+                data_symbol_address(&text)
             }
         };
         Ok(base.wrapping_add(offset as u64))
     }
+
+    /// Defines the read-only data object `name` (as CLIF writes the symbol) with `bytes`.
+    pub(super) fn define_data(&mut self, name: &str, bytes: &[u8]) {
+        self.memory.define(data_symbol_address(name), bytes);
+    }
+}
+
+/// The address of a symbol that names no function: a hash of its name as CLIF writes it, the
+/// same on both sides.
+fn data_symbol_address(text: &str) -> u64 {
+    SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
 }
 
 fn set_bit(bits: &[Cell<u64>], i: usize) {
