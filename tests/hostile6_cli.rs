@@ -65,7 +65,6 @@ fn global_functions(bytes: &[u8]) -> Vec<String> {
 /// local (or hidden): the second CLIF differs, and the object no longer exports them, so a
 /// program calling `h1` no longer links.
 #[test]
-#[ignore = "defect: --emit-clif omits `export` directives, so a second run with a non-export --default-linkage makes exported functions local"]
 fn a_second_run_with_a_local_default_keeps_exported_functions_exported() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -2,12 +2,13 @@
 //!
 //! The text opens with the `set` lines its functions need to pass the verifier (see
 //! [`needed_settings`]), then the directives that carry what CLIF itself cannot say (see
-//! `read`): a `; linkage:` line for every symbol whose linkage is not `export`, and an `; alias:`
-//! line for every alias, followed by `; linkage:` for the alias when needed. The functions follow in
+//! `read`): a `; linkage:` line for every function, and an `; alias:` line for every alias,
+//! followed by its `; linkage:` line (every symbol's, `export` too: the text reads back the same
+//! whatever `--default-linkage` a later run reads it with). The functions follow in
 //! module order, printed by Cranelift's own writer, with corrections so that what is written reads
 //! back as the same function ([`ExactWriter`]).
 
-use crate::module::{ClifModule, SymbolLinkage};
+use crate::module::ClifModule;
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::entities::AnyEntity;
 use cranelift_codegen::ir::{
@@ -24,15 +25,11 @@ pub fn module_to_clif(module: &ClifModule) -> String {
         let _ = writeln!(out, "set {setting}");
     }
     for mf in module.functions() {
-        if mf.linkage != SymbolLinkage::Export {
-            let _ = writeln!(out, "; linkage: {} {}", mf.name, mf.linkage.keyword());
-        }
+        let _ = writeln!(out, "; linkage: {} {}", mf.name, mf.linkage.keyword());
     }
     for alias in module.aliases() {
         let _ = writeln!(out, "; alias: {} = {}", alias.name, alias.target);
-        if alias.linkage != SymbolLinkage::Export {
-            let _ = writeln!(out, "; linkage: {} {}", alias.name, alias.linkage.keyword());
-        }
+        let _ = writeln!(out, "; linkage: {} {}", alias.name, alias.linkage.keyword());
     }
     for mf in module.functions() {
         if !out.is_empty() {
