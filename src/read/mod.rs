@@ -465,8 +465,9 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// A function as read: the function, its line in the file, and what its checks found.
-type Checked = (Function, usize, Result<(), InputError>);
+/// A function as read: the function (boxed, as the module keeps it), its line in the file, and
+/// what its checks found.
+type Checked = (Box<Function>, usize, Result<(), InputError>);
 
 /// Every function of a large file that is a plain list of functions (no `set` or `target`
 /// lines), cut at its `function` lines into `pieces` ([`function_pieces`]): each piece is parsed
@@ -488,26 +489,26 @@ fn read_pieces(
         let Ok(Ok(test)) = test else {
             return None;
         };
-        let checked: Vec<Checked> = test
-            .functions
-            .into_iter()
-            .map(|parsed| {
-                let check = check_function(&parsed, offset, file, text, checks);
-                let line = parsed.1.location.line_number + offset;
-                (compact(parsed.0), line, check)
-            })
-            .collect();
+        // A vector of its own, not the parser's reused in place: that one is sized for the
+        // parsed functions and their source maps, fourteen times what a `Checked` takes.
+        let mut checked: Vec<Checked> = Vec::with_capacity(test.functions.len());
+        checked.extend(test.functions.into_iter().map(|parsed| {
+            let check = check_function(&parsed, offset, file, text, checks);
+            let line = parsed.1.location.line_number + offset;
+            (compact(parsed.0), line, check)
+        }));
         Some(checked)
     });
     parsed.into_iter().collect()
 }
 
-/// `func` in memory of exactly its size. The parser grows every table of a function by
-/// doubling, so about a third of a parsed function is capacity it never uses; a copy allocates
-/// each table at its length. Done on the thread that parsed the function, while it is in the
-/// cache, and before the original's memory is reused for the next one.
-fn compact(func: Function) -> Function {
-    func.clone()
+/// `func` in memory of exactly its size, boxed as the module keeps it. The parser grows every
+/// table of a function by doubling, so about a third of a parsed function is capacity it never
+/// uses; a copy allocates each table at its length. Done on the thread that parsed the
+/// function, while it is in the cache, and before the original's memory is reused for the next
+/// one.
+fn compact(func: Function) -> Box<Function> {
+    Box::new(func.clone())
 }
 
 /// The functions of a file parsed whole, each checked on its own, in parallel (one piece).
@@ -522,7 +523,10 @@ fn check_piece(file: &Path, text: &str, piece: Piece, checks: &Checks) -> Vec<Ve
         .functions
         .into_iter()
         .zip(checks_found)
-        .map(|((func, details), check)| (func, details.location.line_number + piece.offset, check))
+        .map(|((func, details), check)| {
+            let line = details.location.line_number + piece.offset;
+            (Box::new(func), line, check)
+        })
         .collect();
     vec![checked]
 }
