@@ -129,7 +129,7 @@ fn main() {
             pass.as_secs_f64() * 1e3
         );
 
-        let funcs: Vec<Function> = module.functions().map(|f| f.func.clone()).collect();
+        let funcs: Vec<Function> = module.functions().map(|f| (*f.func).clone()).collect();
         let mut compile_times = Vec::new();
         let mut failed = Vec::new();
         for _ in 0..compile_runs {

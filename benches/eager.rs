@@ -195,7 +195,7 @@ fn define_twice<M: Module>(target: &mut M, module: &ClifModule, order: &[usize])
     for copy_ids in &ids {
         for &i in order {
             let mf = functions[i];
-            let mut func: Function = mf.func.clone();
+            let mut func: Function = (*mf.func).clone();
             for r in func.dfg.ext_funcs.keys().collect::<Vec<_>>() {
                 let Some(name) = FuncName::of_external(&func.dfg.ext_funcs[r].name, &func) else {
                     continue;

@@ -162,7 +162,7 @@ pub fn merge_functions_with<K: Clone>(
         .collect();
     let compiled = |id: FunctionId| match stand_ins.get(&id) {
         Some(stand_in) => stand_in.clone(),
-        None => module.function(id).func.clone(),
+        None => Function::clone(&module.function(id).func),
     };
     let decisions = entries
         .iter()

@@ -703,7 +703,7 @@ fn merge_and_define<M: Module>(
     for &(fid, new_id) in &copies {
         let mut func = match stand_ins.get(&fid) {
             Some(stand_in) => stand_in.clone(),
-            None => cm.function(fid).func.clone(),
+            None => Function::clone(&cm.function(fid).func),
         };
         func.name = UserFuncName::user(0, new_id.as_u32());
         rename_callees(&mut func, &renames);
@@ -722,7 +722,7 @@ fn merge_and_define<M: Module>(
             let kept = report
                 .kept_for(fid)
                 .expect("a merged-away function's body is in another function");
-            match cm.resolve(kept).map(|k| &cm.function(k).func) {
+            match cm.resolve(kept).map(|k| &*cm.function(k).func) {
                 // Removed, so only the embedder reaches it (by its id): a copy of the body, not a
                 // thunk, for a body that reads its own frame (`crate::policy::frame`).
                 Some(body) if reads_own_frame(body) => {
@@ -740,13 +740,13 @@ fn merge_and_define<M: Module>(
             }
         } else if let Some(kept) = thunk_callee(&cm, &report, fid) {
             // A thunk the merge wrote in place (the function keeps its symbol).
-            let kept_body = cm.resolve(kept).map(|k| &cm.function(k).func);
+            let kept_body = cm.resolve(kept).map(|k| &*cm.function(k).func);
             let sig = &cm.function(fid).func.signature;
             define_thunk_in(inner, id, sig, kept, kept_body, &renames, &mut planes[i])?;
             defined.insert(id);
             continue;
         } else {
-            let mut func = cm.function(fid).func.clone();
+            let mut func = Function::clone(&cm.function(fid).func);
             rename_callees(&mut func, &renames);
             func
         };

@@ -95,8 +95,10 @@ entity_impl!(FunctionId, "func");
 pub struct ModuleFunction {
     /// Its name (the same as `func.name`).
     pub name: FuncName,
-    /// Its CLIF.
-    pub func: Function,
+    /// Its CLIF. Boxed: a `Function` is about 1 KB inline, and a module of 100,000 functions
+    /// would otherwise hold a table of 100 MB that is copied whenever it grows, beside the
+    /// functions the reader hands over (a second copy of each at the peak of reading).
+    pub func: Box<Function>,
     /// How its symbol is seen.
     pub linkage: SymbolLinkage,
     /// Where it was read from, if it was.
@@ -232,14 +234,14 @@ impl ClifModule {
                 message,
             });
         }
-        self.define_checked(func, linkage, origin)
+        self.define_checked(Box::new(func), linkage, origin)
     }
 
     /// [`ClifModule::define`] for a function whose references were already checked (the reader
     /// checks them first, to report the declaration's line).
     pub(crate) fn define_checked(
         &mut self,
-        func: Function,
+        func: Box<Function>,
         linkage: SymbolLinkage,
         origin: Option<Origin>,
     ) -> Result<FunctionId, ModuleError> {
@@ -439,6 +441,6 @@ impl ClifModule {
         let mf = &mut self.functions[id];
         self.symbols.remove(&mf.name);
         let signature = mf.func.signature.clone();
-        mf.func = Function::with_name_signature(mf.func.name.clone(), signature);
+        *mf.func = Function::with_name_signature(mf.func.name.clone(), signature);
     }
 }

@@ -364,7 +364,7 @@ impl Jit {
         }
         let mut ctx = jit.make_context();
         for mf in m.functions() {
-            let mut func: Function = mf.func.clone();
+            let mut func: Function = (*mf.func).clone();
             let refs: Vec<_> = func.dfg.ext_funcs.keys().collect();
             for r in refs {
                 let name = FuncName::of_external(&func.dfg.ext_funcs[r].name, &func)
@@ -676,7 +676,7 @@ fn a_wrong_merge_is_reported() {
     for mf in merged_ok.functions() {
         let mut mf = mf.clone();
         if mf.name.to_string() == "%near" {
-            mf.func = clif_merge::merge::thunk::write_thunk(
+            *mf.func = clif_merge::merge::thunk::write_thunk(
                 &mf.name,
                 &mf.func.signature,
                 &FuncName::parse("%a").unwrap(),
@@ -686,7 +686,7 @@ fn a_wrong_merge_is_reported() {
     }
     let mut wrong = ClifModule::new();
     for mf in functions {
-        wrong.define(mf.func, mf.linkage, None).unwrap();
+        wrong.define(*mf.func, mf.linkage, None).unwrap();
     }
     let v = verify_merge(&original, &wrong, &report, &test_options());
     assert!(!v.is_ok());
@@ -708,7 +708,7 @@ fn a_call_to_a_dropped_function_is_reported() {
     let mut broken = ClifModule::new();
     for mf in original.functions() {
         if mf.name.to_string() != "%b" {
-            broken.define(mf.func.clone(), mf.linkage, None).unwrap();
+            broken.define((*mf.func).clone(), mf.linkage, None).unwrap();
         }
     }
     let report = MergeReport {
@@ -1637,7 +1637,7 @@ fn tally_with(
         // shows.
         let mut reached = |mutant: &Function, inst| {
             let mut probed = merged.clone();
-            probed.function_mut(id).func = common::live::with_probe(func, mutant, inst, PROBE);
+            *probed.function_mut(id).func = common::live::with_probe(func, mutant, inst, PROBE);
             verify_merge(original, &probed, report, options)
                 .mismatches
                 .iter()
@@ -1649,7 +1649,7 @@ fn tally_with(
             continue;
         };
         let mut corrupted = merged.clone();
-        corrupted.function_mut(id).func = mutant;
+        *corrupted.function_mut(id).func = mutant;
         tally.applied += 1;
         if !verify_merge(original, &corrupted, report, options).is_ok() {
             tally.caught += 1;

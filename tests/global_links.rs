@@ -113,7 +113,7 @@ fn with_twins(module: &ClifModule, every: usize) -> ClifModule {
     use cranelift_codegen::ir::{AbiParam, types::I64};
     let mut out = ClifModule::new();
     for (i, mf) in module.functions().enumerate() {
-        out.define(mf.func.clone(), mf.linkage, None).unwrap();
+        out.define((*mf.func).clone(), mf.linkage, None).unwrap();
         let sig = &mf.func.signature;
         let all_i64 = sig
             .params
@@ -133,7 +133,7 @@ fn with_twins(module: &ClifModule, every: usize) -> ClifModule {
             twin.signature.params.push(AbiParam::new(I64));
             let entry = twin.layout.entry_block().unwrap();
             twin.dfg.append_block_param(entry, I64);
-            out.define(twin, mf.linkage, None).unwrap();
+            out.define(*twin, mf.linkage, None).unwrap();
         }
     }
     out

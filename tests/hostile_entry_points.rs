@@ -198,7 +198,7 @@ fn user_named(module: &ClifModule) -> (ClifModule, Vec<(String, Signature)>) {
     let mut imports = Vec::new();
     let mut renamed = ClifModule::new();
     for mf in module.functions() {
-        let mut func: Function = mf.func.clone();
+        let mut func: Function = (*mf.func).clone();
         let refs: Vec<_> = func.dfg.ext_funcs.keys().collect();
         for r in refs {
             let name = FuncName::of_external(&func.dfg.ext_funcs[r].name, &func).unwrap();
@@ -251,7 +251,7 @@ fn through_a_merging_module(
             .unwrap();
     }
     for (i, mf) in module.functions().enumerate() {
-        let mut ctx = Context::for_function(mf.func.clone());
+        let mut ctx = Context::for_function((*mf.func).clone());
         merging
             .define_function(FuncId::from_u32(i as u32), &mut ctx)
             .unwrap();

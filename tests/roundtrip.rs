@@ -221,7 +221,7 @@ fn generated_modules_with_every_entity_round_trip() {
         let with_try_call = read_module_text(Path::new("t.clif"), &text, ReadOptions::default())
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         for mf in with_try_call.functions() {
-            module.define(mf.func.clone(), mf.linkage, None).unwrap();
+            module.define((*mf.func).clone(), mf.linkage, None).unwrap();
         }
         let emitted = assert_round_trip(&format!("case {case}"), &module);
         for needle in [

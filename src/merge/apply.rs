@@ -63,7 +63,7 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
                 if mf.func.dfg.num_insts() <= REUSE_MAX_INSTS {
                     rewrite_as_thunk(&mut mf.func, &mf.name, f)
                 } else {
-                    mf.func = write_thunk(&mf.name, &mf.func.signature, f)
+                    *mf.func = write_thunk(&mf.name, &mf.func.signature, f)
                 }
             }
             Some((Action::Removed | Action::Alias, _)) => {}

@@ -173,7 +173,7 @@ impl ModuleReader {
         // beside the other two. Errors keep their order: directives first, then limits.
         let ((directives, pieces), problem) = crate::parallel::join_if(
             text.len() >= MIN_BYTES,
-            || (scan_directives(text), function_pieces(text)),
+            || directives_and_pieces(text),
             || limits::problem(text),
         );
         let directives = (directives.into_iter())
@@ -499,8 +499,9 @@ struct Lines<'a> {
     offset: usize,
 }
 
-/// A function as read: the function, its line in the file, and what its checks found.
-type Checked = (Function, usize, Result<(), InputError>);
+/// A function as read: the function (boxed, as the module keeps it), its line in the file, and
+/// what its checks found.
+type Checked = (Box<Function>, usize, Result<(), InputError>);
 
 /// Every function of a large file that is a plain list of functions (no `set` or `target`
 /// lines), cut at its `function` lines into `pieces` ([`function_pieces`]): each piece is parsed
@@ -522,26 +523,26 @@ fn read_pieces(
         let Ok(Ok(test)) = test else {
             return None;
         };
-        let checked: Vec<Checked> = test
-            .functions
-            .into_iter()
-            .map(|parsed| {
-                let check = check_function(&parsed, offset, file, text, checks);
-                let line = parsed.1.location.line_number + offset;
-                (compact(parsed.0), line, check)
-            })
-            .collect();
+        // A vector of its own, not the parser's reused in place: that one is sized for the
+        // parsed functions and their source maps, fourteen times what a `Checked` takes.
+        let mut checked: Vec<Checked> = Vec::with_capacity(test.functions.len());
+        checked.extend(test.functions.into_iter().map(|parsed| {
+            let check = check_function(&parsed, offset, file, text, checks);
+            let line = parsed.1.location.line_number + offset;
+            (compact(parsed.0), line, check)
+        }));
         Some(checked)
     });
     parsed.into_iter().collect()
 }
 
-/// `func` in memory of exactly its size. The parser grows every table of a function by
-/// doubling, so about a third of a parsed function is capacity it never uses; a copy allocates
-/// each table at its length. Done on the thread that parsed the function, while it is in the
-/// cache, and before the original's memory is reused for the next one.
-fn compact(func: Function) -> Function {
-    func.clone()
+/// `func` in memory of exactly its size, boxed as the module keeps it. The parser grows every
+/// table of a function by doubling, so about a third of a parsed function is capacity it never
+/// uses; a copy allocates each table at its length. Done on the thread that parsed the
+/// function, while it is in the cache, and before the original's memory is reused for the next
+/// one.
+fn compact(func: Function) -> Box<Function> {
+    Box::new(func.clone())
 }
 
 /// The functions of a file parsed whole, each checked on its own, in parallel (one piece).
@@ -556,7 +557,10 @@ fn check_piece(file: &Path, text: &str, piece: Piece, checks: &Checks) -> Vec<Ve
         .functions
         .into_iter()
         .zip(checks_found)
-        .map(|((func, details), check)| (func, details.location.line_number + piece.offset, check))
+        .map(|((func, details), check)| {
+            let line = details.location.line_number + piece.offset;
+            (Box::new(func), line, check)
+        })
         .collect();
     vec![checked]
 }
@@ -603,24 +607,50 @@ const PIECE_BYTES: usize = 256 << 10;
 const MIN_FUNCTIONS: usize = 4096;
 const MIN_BYTES: usize = 1 << 20;
 
-/// The pieces of a file that is a plain list of functions (only comments and blank lines
-/// before the first `function` line), each from a `function` line to the start of the function
-/// that ends it ([`PIECE_FUNCTIONS`], [`PIECE_BYTES`]), with the number of lines before it;
-/// None for any other file, or one too small to be worth cutting.
-fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
-    let mut starts: Vec<(usize, usize)> = Vec::new();
+/// The directives of `text` ([`scan_directives`]) and its pieces ([`function_pieces`]), found
+/// in one walk over its lines instead of two (on a large file each walk took as long as the
+/// other).
+fn directives_and_pieces(
+    text: &str,
+) -> (Vec<(usize, ParsedDirective)>, Option<Vec<(usize, &str)>>) {
+    let mut directives = Vec::new();
+    // Where each `function` line starts, while the file is a plain list of functions.
+    let mut starts: Option<Vec<(usize, usize)>> = Some(Vec::new());
     let mut at = 0;
     for (line, content) in text.split_inclusive('\n').enumerate() {
-        if content.starts_with("function ") || content.starts_with("function\t") {
-            starts.push((line, at));
-        } else if starts.is_empty() {
-            let trimmed = content.trim();
-            if !trimmed.is_empty() && !trimmed.starts_with(';') {
-                return None;
+        if let Some(parsed) = line_directive(content) {
+            directives.push((line + 1, parsed));
+        }
+        if let Some(found) = &mut starts {
+            if content.starts_with("function ") || content.starts_with("function\t") {
+                found.push((line, at));
+            } else if found.is_empty() {
+                let trimmed = content.trim();
+                if !trimmed.is_empty() && !trimmed.starts_with(';') {
+                    starts = None;
+                }
             }
         }
         at += content.len();
     }
+    let pieces = starts.and_then(|starts| cut_at_functions(text, &starts));
+    (directives, pieces)
+}
+
+/// What a directive line holds: the directive, or what is wrong with it.
+type ParsedDirective = Result<Directive, String>;
+
+/// The pieces of a file that is a plain list of functions (only comments and blank lines
+/// before the first `function` line), each from a `function` line to the start of the function
+/// that ends it ([`PIECE_FUNCTIONS`], [`PIECE_BYTES`]), with the number of lines before it;
+/// None for any other file, or one too small to be worth cutting.
+#[cfg(test)]
+fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
+    directives_and_pieces(text).1
+}
+
+/// [`function_pieces`] of `text` whose `function` lines are at `starts` (line, byte offset).
+fn cut_at_functions<'a>(text: &'a str, starts: &[(usize, usize)]) -> Option<Vec<(usize, &'a str)>> {
     if starts.len() < 2 || (starts.len() < MIN_FUNCTIONS && text.len() < MIN_BYTES) {
         return None;
     }
@@ -813,21 +843,22 @@ fn duplicate_error(module: &ClifModule, e: ModuleError, file: &Path, line: usize
 
 /// The directives in `text`, each with its line number (from 1), or what is wrong with it.
 pub fn scan_directives(text: &str) -> Vec<(usize, Result<Directive, String>)> {
-    let mut found = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let Some(comment) = line.trim_start().strip_prefix(';') else {
-            continue;
-        };
-        let comment = comment.trim_start_matches(';').trim();
-        let mut words = comment.split_whitespace();
-        let parsed = match words.next() {
-            Some("linkage:") => parse_linkage(words.collect()),
-            Some("alias:") => parse_alias(words.collect()),
-            _ => continue,
-        };
-        found.push((i + 1, parsed));
+    let lines = text.lines().enumerate();
+    lines
+        .filter_map(|(i, line)| Some((i + 1, line_directive(line)?)))
+        .collect()
+}
+
+/// The directive `line` holds, if it is a directive line (the line's end may be included).
+fn line_directive(line: &str) -> Option<ParsedDirective> {
+    let comment = line.trim_start().strip_prefix(';')?;
+    let comment = comment.trim_start_matches(';').trim();
+    let mut words = comment.split_whitespace();
+    match words.next() {
+        Some("linkage:") => Some(parse_linkage(words.collect())),
+        Some("alias:") => Some(parse_alias(words.collect())),
+        _ => None,
     }
-    found
 }
 
 fn parse_name(word: &str) -> Result<FuncName, String> {
@@ -989,6 +1020,29 @@ mod tests {
             "    return v1",
         );
         assert_eq!(read(plain(), &without), Ok(1));
+    }
+
+    /// The walk that finds directives and `function` lines together finds the directives
+    /// [`scan_directives`] finds, on every line, with CRLF line ends and in files that are not
+    /// a plain list of functions too.
+    #[test]
+    fn directives_are_found_in_the_same_walk_as_pieces() {
+        let function = |i: usize| {
+            format!(
+                "; alias: %a{i} = %f{i}\r\nfunction %f{i}() {{\r\nblock0:\r\n  ; linkage: %f{i} local\r\n    return\r\n}}\r\n"
+            )
+        };
+        let plain: String = (0..MIN_FUNCTIONS).map(function).collect();
+        for text in [
+            plain.clone(),
+            format!("target x86_64\n; linkage: %f1 sideways\n{plain}"),
+            "  ;; alias: %g %f\n\tfunction %f() {\n".to_string(),
+        ] {
+            let (directives, pieces) = directives_and_pieces(&text);
+            assert_eq!(directives, scan_directives(&text));
+            assert_eq!(pieces.is_some(), text == plain);
+        }
+        assert_eq!(directives_and_pieces(&plain).0.len(), 2 * MIN_FUNCTIONS);
     }
 
     #[test]

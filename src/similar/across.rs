@@ -280,7 +280,7 @@ pub(crate) fn apply(
     if module.lookup(&plan.name).is_some() {
         return None;
     }
-    let body = module.function(plan.first.id).func.clone();
+    let body = Function::clone(&module.function(plan.first.id).func);
     let body = shared::shared_body(
         body,
         &plan.first,

@@ -222,7 +222,7 @@ impl<'a> Variant<'a> {
         let (module, p) = (self.module, self.planned);
         let first = &module.function(p.members[0].id).func;
         let mut shared = shared::shared_body(
-            first.clone(),
+            Function::clone(first),
             &p.members[0],
             &p.self_calls,
             &p.layout,
@@ -247,7 +247,7 @@ impl<'a> Variant<'a> {
             .collect();
         let callers = (self.callers.iter())
             .filter_map(|caller| {
-                let before = &module.function(caller.id).func;
+                let before = &*module.function(caller.id).func;
                 let mut after = before.clone();
                 for &(func_ref, m) in &caller.declarations {
                     let sig = shared.signature.clone();
@@ -262,7 +262,7 @@ impl<'a> Variant<'a> {
             .collect();
         Trial {
             members: (p.members.iter())
-                .map(|m| &module.function(m.id).func)
+                .map(|m| &*module.function(m.id).func)
                 .collect(),
             shared,
             thunks,
@@ -564,7 +564,7 @@ fn apply(
     for p in &accepted {
         // The first member's body is taken to make the shared body (the member becomes a thunk
         // like the others); each member that stays becomes a thunk in its own function's memory.
-        let first = &mut module.function_mut(p.members[0].id).func;
+        let first = &mut *module.function_mut(p.members[0].id).func;
         let body = std::mem::replace(
             first,
             Function::with_name_signature(first.name.clone(), first.signature.clone()),
@@ -617,7 +617,7 @@ fn apply(
         });
         let shared = ModuleFunction {
             name: p.name.clone(),
-            func: body,
+            func: Box::new(body),
             linkage: SymbolLinkage::Local,
             origin: None,
         };

@@ -203,7 +203,7 @@ fn check_or_skip<'a>(
     removed: &FxHashMap<FuncName, FuncName>,
     options: &VerifyOptions,
 ) {
-    let func = &mf.func;
+    let func = &*mf.func;
     if options
         .only
         .as_ref()
@@ -302,10 +302,10 @@ fn counterpart<'m>(
     removed: &FxHashMap<FuncName, FuncName>,
 ) -> (Option<&'m Function>, Option<FuncName>) {
     match merged.resolve(name) {
-        Some(id) => (Some(&merged.function(id).func), None),
+        Some(id) => (Some(&*merged.function(id).func), None),
         None => match removed.get(name) {
             Some(kept) => (
-                merged.resolve(kept).map(|id| &merged.function(id).func),
+                merged.resolve(kept).map(|id| &*merged.function(id).func),
                 Some(kept.clone()),
             ),
             None => (None, None),

@@ -152,7 +152,7 @@ impl<'a> Resolved<'a> {
         let mut slot_fn: Vec<Option<&'a Function>> = vec![None; names.names.len()];
         let mut stand_ins = Vec::new();
         for (i, name) in names.names.iter().enumerate() {
-            let defined = module.resolve(name).map(|id| &module.function(id).func);
+            let defined = module.resolve(name).map(|id| &*module.function(id).func);
             let func = defined
                 .or_else(|| stub_of.get(name).copied())
                 .expect("a stand-in for every name the module does not resolve");

@@ -35,7 +35,7 @@ pub fn bump_constants(module: &ClifModule, every: usize) -> ClifModule {
                 }
             }
         }
-        changed.define(func, mf.linkage, None).unwrap();
+        changed.define(*func, mf.linkage, None).unwrap();
     }
     changed
 }

@@ -9,7 +9,7 @@ pub fn split_units(module: &ClifModule, n: usize) -> Vec<ClifModule> {
     let mut units: Vec<ClifModule> = (0..n).map(|_| ClifModule::new()).collect();
     for (i, mf) in module.functions().enumerate() {
         units[i % n]
-            .define(mf.func.clone(), mf.linkage, None)
+            .define((*mf.func).clone(), mf.linkage, None)
             .expect("a function of a valid module");
     }
     for alias in module.aliases() {
