@@ -339,7 +339,9 @@ impl Walk<'_> {
         }
     }
 
-    #[inline]
+    /// Inlined into the signature's loop: a call per parameter cost a third of the parameter
+    /// in saved registers.
+    #[inline(always)]
     fn abi_param(&mut self, p: &AbiParam) {
         self.push_type(p.value_type);
         match p.purpose {
