@@ -155,6 +155,68 @@ mod tests {
         funcs.remove(0)
     }
 
+    /// The thunk as Cranelift's `InstBuilder` writes it through a cursor: what
+    /// `write_thunk_body` made before it made the instructions directly.
+    fn thunk_by_builder(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
+        use cranelift_codegen::cursor::{Cursor, FuncCursor};
+        use cranelift_codegen::ir::InstBuilder;
+        let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
+        let callee_name = f.to_external(&mut func);
+        let sig_ref = func.import_signature(sig.clone());
+        let callee = func.import_function(ExtFuncData {
+            name: callee_name,
+            signature: sig_ref,
+            colocated: true,
+            patchable: false,
+        });
+        let block = func.dfg.make_block();
+        for p in &sig.params {
+            func.dfg.append_block_param(block, p.value_type);
+        }
+        let mut pos = FuncCursor::new(&mut func);
+        pos.insert_block(block);
+        let args = pos.func.dfg.block_params(block).to_vec();
+        if sig.call_conv == CallConv::Tail {
+            pos.ins().return_call(callee, &args);
+        } else {
+            let call = pos.ins().call(callee, &args);
+            let results = pos.func.dfg.inst_results(call).to_vec();
+            pos.ins().return_(&results);
+        }
+        func
+    }
+
+    /// The instructions made directly are those the builder makes, table for table (values,
+    /// lists in the pool, layout), for no, one and many parameters and results, and a tail call.
+    #[test]
+    fn a_thunk_is_what_the_instruction_builder_writes() {
+        use cranelift_codegen::ir::AbiParam;
+        use cranelift_codegen::ir::types::{F64, I8, I32, I64};
+        let g = FuncName::parse("u0:3").unwrap();
+        let f = FuncName::parse("%kept").unwrap();
+        let shapes: [(&[_], &[_], CallConv); 5] = [
+            (&[], &[], CallConv::SystemV),
+            (&[I32], &[I32], CallConv::SystemV),
+            (&[I64, F64, I8, I32, I64], &[I64, F64], CallConv::Fast),
+            (&[I32, I32], &[], CallConv::SystemV),
+            (&[I64, I32], &[I64], CallConv::Tail),
+        ];
+        for (params, returns, call_conv) in shapes {
+            let mut sig = Signature::new(call_conv);
+            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            sig.returns
+                .extend(returns.iter().map(|&t| AbiParam::new(t)));
+            let direct = write_thunk(&g, &sig, &f);
+            let built = thunk_by_builder(&g, &sig, &f);
+            assert!(
+                direct == built,
+                "direct:\n{}builder:\n{}",
+                direct.display(),
+                built.display()
+            );
+        }
+    }
+
     /// The thunk written into an old body is the very function `write_thunk` makes, for every
     /// calling convention, with and without results, and from a body with exception tables,
     /// jump tables, stack slots and constants to forget.
