@@ -131,7 +131,9 @@ fn hash_function(func: &Function) -> u64 {
     h
 }
 
-/// The best of `runs` hashing walks over every function of `module`, on this thread.
+/// The best of `runs` hashing walks over every function of `module`, on this thread. Never
+/// inlined, so that callgrind can count its instructions alone (`--toggle-collect='*hashing_walk*'`).
+#[inline(never)]
 fn hashing_walk(module: &ClifModule, runs: usize) -> Duration {
     let mut best = Duration::MAX;
     for _ in 0..runs {

@@ -2,9 +2,10 @@
 //! results, and recognizing one.
 
 use crate::module::FuncName;
-use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::entity::EntityRef;
 use cranelift_codegen::ir::{
-    ExtFuncData, Function, InstBuilder, InstructionData, Opcode, Signature,
+    Block, DataFlowGraph, ExtFuncData, Function, Inst, InstructionData, Layout, Opcode, Signature,
+    Value, ValueList, types,
 };
 use cranelift_codegen::isa::CallConv;
 
@@ -75,6 +76,10 @@ pub(crate) fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) 
 }
 
 /// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else.
+///
+/// The two instructions are made and appended directly, as `InstBuilder` would through a
+/// cursor, without copying the parameters and the results out of the value pool first (each
+/// copy was an allocation; a thunk is written for most merged functions).
 fn write_thunk_body(func: &mut Function, f: &FuncName) {
     let callee_name = f.to_external(func);
     // One copy of the signature, the callee's; the parameters are read from the function's own.
@@ -86,22 +91,59 @@ fn write_thunk_body(func: &mut Function, f: &FuncName) {
         colocated: true,
         patchable: false,
     });
-    let block = func.dfg.make_block();
-    for i in 0..func.signature.params.len() {
-        let ty = func.signature.params[i].value_type;
-        func.dfg.append_block_param(block, ty);
+    let stencil = &mut func.stencil;
+    let dfg = &mut stencil.dfg;
+    let block = dfg.make_block();
+    // Block parameters are new values, numbered in order: the call's arguments are the
+    // values from `first` on.
+    let first = dfg.num_values();
+    for param in &stencil.signature.params {
+        dfg.append_block_param(block, param.value_type);
     }
-    let tail = func.signature.call_conv == CallConv::Tail;
-    let mut pos = FuncCursor::new(func);
-    pos.insert_block(block);
-    let args = pos.func.dfg.block_params(block).to_vec();
-    if tail {
-        pos.ins().return_call(callee, &args);
-    } else {
-        let call = pos.ins().call(callee, &args);
-        let results = pos.func.dfg.inst_results(call).to_vec();
-        pos.ins().return_(&results);
+    let params = stencil.signature.params.len();
+    stencil.layout.append_block(block);
+    let mut args = ValueList::new();
+    args.extend(
+        (first..first + params).map(Value::new),
+        &mut dfg.value_lists,
+    );
+    debug_assert_eq!(args.as_slice(&dfg.value_lists), dfg.block_params(block));
+    let opcode = match stencil.signature.call_conv {
+        CallConv::Tail => Opcode::ReturnCall,
+        _ => Opcode::Call,
+    };
+    let call = append_inst(
+        dfg,
+        &mut stencil.layout,
+        block,
+        InstructionData::Call {
+            opcode,
+            args,
+            func_ref: callee,
+        },
+    );
+    if opcode == Opcode::Call {
+        // The results of the call, as a list of their own in the same pool.
+        let results = dfg.inst_results_list(call).deep_clone(&mut dfg.value_lists);
+        let ret = InstructionData::MultiAry {
+            opcode: Opcode::Return,
+            args: results,
+        };
+        append_inst(dfg, &mut stencil.layout, block, ret);
     }
+}
+
+/// Makes the instruction `data` with its results and appends it to `block`.
+fn append_inst(
+    dfg: &mut DataFlowGraph,
+    layout: &mut Layout,
+    block: Block,
+    data: InstructionData,
+) -> Inst {
+    let inst = dfg.make_inst(data);
+    dfg.make_inst_results(inst, types::INVALID);
+    layout.append_inst(inst, block);
+    inst
 }
 
 #[cfg(test)]
@@ -111,6 +153,68 @@ mod tests {
     fn parse(text: &str) -> Function {
         let mut funcs = cranelift_reader::parse_functions(text).expect("valid CLIF");
         funcs.remove(0)
+    }
+
+    /// The thunk as Cranelift's `InstBuilder` writes it through a cursor: what
+    /// `write_thunk_body` made before it made the instructions directly.
+    fn thunk_by_builder(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
+        use cranelift_codegen::cursor::{Cursor, FuncCursor};
+        use cranelift_codegen::ir::InstBuilder;
+        let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
+        let callee_name = f.to_external(&mut func);
+        let sig_ref = func.import_signature(sig.clone());
+        let callee = func.import_function(ExtFuncData {
+            name: callee_name,
+            signature: sig_ref,
+            colocated: true,
+            patchable: false,
+        });
+        let block = func.dfg.make_block();
+        for p in &sig.params {
+            func.dfg.append_block_param(block, p.value_type);
+        }
+        let mut pos = FuncCursor::new(&mut func);
+        pos.insert_block(block);
+        let args = pos.func.dfg.block_params(block).to_vec();
+        if sig.call_conv == CallConv::Tail {
+            pos.ins().return_call(callee, &args);
+        } else {
+            let call = pos.ins().call(callee, &args);
+            let results = pos.func.dfg.inst_results(call).to_vec();
+            pos.ins().return_(&results);
+        }
+        func
+    }
+
+    /// The instructions made directly are those the builder makes, table for table (values,
+    /// lists in the pool, layout), for no, one and many parameters and results, and a tail call.
+    #[test]
+    fn a_thunk_is_what_the_instruction_builder_writes() {
+        use cranelift_codegen::ir::AbiParam;
+        use cranelift_codegen::ir::types::{F64, I8, I32, I64};
+        let g = FuncName::parse("u0:3").unwrap();
+        let f = FuncName::parse("%kept").unwrap();
+        let shapes: [(&[_], &[_], CallConv); 5] = [
+            (&[], &[], CallConv::SystemV),
+            (&[I32], &[I32], CallConv::SystemV),
+            (&[I64, F64, I8, I32, I64], &[I64, F64], CallConv::Fast),
+            (&[I32, I32], &[], CallConv::SystemV),
+            (&[I64, I32], &[I64], CallConv::Tail),
+        ];
+        for (params, returns, call_conv) in shapes {
+            let mut sig = Signature::new(call_conv);
+            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            sig.returns
+                .extend(returns.iter().map(|&t| AbiParam::new(t)));
+            let direct = write_thunk(&g, &sig, &f);
+            let built = thunk_by_builder(&g, &sig, &f);
+            assert!(
+                direct == built,
+                "direct:\n{}builder:\n{}",
+                direct.display(),
+                built.display()
+            );
+        }
     }
 
     /// The thunk written into an old body is the very function `write_thunk` makes, for every

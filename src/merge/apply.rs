@@ -45,17 +45,18 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
         }
     }
     let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
-    let redirects: Vec<Vec<(FuncRef, &FuncName)>> = parallel::map(
-        &ids,
-        || (),
-        |_, _, &id| redirects_in(refs.of_function(id), &redirect, &kept_names),
-    );
+    // Where each function's calls go, read from its references as its body is rewritten (a
+    // list of redirects per function, made beforehand, was an allocation for most functions).
+    let redirects = Redirects {
+        redirect: &redirect,
+        kept_names: &kept_names,
+    };
 
     // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
     parallel::for_each_mut(module.all_functions_mut(), |i, mf| {
         let id = FunctionId::new(i);
         match action_of[id] {
-            None => redirect_calls(&mut mf.func, &redirects[i], refs.of_function(id)),
+            None => redirects.apply(&mut mf.func, refs.of_function(id)),
             Some((Action::Thunk, c)) => {
                 let f = &kept_names[c as usize];
                 // In place only for small bodies: a cleared function keeps the capacity of its
@@ -89,13 +90,8 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
         }
     }
     for (of, _, copy) in &mut copies {
-        redirect_calls(
-            &mut copy.func,
-            &redirects[of.index()],
-            refs.of_function(*of),
-        );
+        redirects.apply(&mut copy.func, refs.of_function(*of));
     }
-    drop(redirects);
 
     // Phase 3 of 3: the layout and the symbols.
     module.update(
@@ -120,34 +116,44 @@ fn private_copy(original: &ModuleFunction, name: &FuncName) -> ModuleFunction {
     }
 }
 
-/// The declarations of a function (with references `refs`) that name a function whose calls go
-/// to another, with the name they go to.
-fn redirects_in<'n>(
-    refs: &FunctionRefs,
-    redirect: &SecondaryMap<FunctionId, Option<u32>>,
-    kept_names: &'n [FuncName],
-) -> Vec<(FuncRef, &'n FuncName)> {
-    refs.callees
-        .iter()
-        .enumerate()
-        .filter_map(|(r, symbol)| match symbol {
-            Some(Symbol::Function(id)) => {
-                redirect[*id].map(|c| (FuncRef::new(r), &kept_names[c as usize]))
-            }
-            _ => None,
-        })
-        .collect()
+/// Where calls go: for each function whose calls are redirected, the class whose kept function
+/// takes them, and each class's kept name.
+struct Redirects<'a> {
+    redirect: &'a SecondaryMap<FunctionId, Option<u32>>,
+    kept_names: &'a [FuncName],
+}
+
+impl Redirects<'_> {
+    /// The declarations of a function (with references `refs`) that name a function whose
+    /// calls go to another, with the name they go to, in declaration order.
+    fn of<'r>(&'r self, refs: &'r FunctionRefs) -> impl Iterator<Item = (FuncRef, &'r FuncName)> {
+        refs.callees
+            .iter()
+            .enumerate()
+            .filter_map(|(r, symbol)| match symbol {
+                Some(Symbol::Function(id)) => {
+                    self.redirect[*id].map(|c| (FuncRef::new(r), &self.kept_names[c as usize]))
+                }
+                _ => None,
+            })
+    }
+
+    /// Points `func`'s calls (its references are `refs`) where they go ([`redirect_calls`]).
+    fn apply(&self, func: &mut Function, refs: &FunctionRefs) {
+        redirect_calls(func, self.of(refs), refs);
+    }
 }
 
 /// Points every call (not address) through the declarations in `redirects` at their new name.
 /// A declaration that `func_addr` also uses keeps its name (the address is `g`'s) and calls get
 /// a new declaration; without `func_addr`, renaming the declarations is enough.
-fn redirect_calls(func: &mut Function, redirects: &[(FuncRef, &FuncName)], refs: &FunctionRefs) {
-    if redirects.is_empty() {
-        return;
-    }
+fn redirect_calls<'n>(
+    func: &mut Function,
+    redirects: impl Iterator<Item = (FuncRef, &'n FuncName)>,
+    refs: &FunctionRefs,
+) {
     let mut call_target: FxHashMap<FuncRef, FuncRef> = FxHashMap::default();
-    for &(fr, target) in redirects {
+    for (fr, target) in redirects {
         let new_name = target.to_external(func);
         if refs.address_uses.binary_search(&fr).is_ok() {
             let data = ExtFuncData {
