@@ -15,6 +15,9 @@
 //! to the highest demanded one; `band x, 3`: bits 0 and 1 of `x`; `ireduce`: the low bits;
 //! anything else: all bits once any bit of the result is demanded).
 //!
+//! An unsigned division by a divisor known not to be zero (see below) cannot trap: its
+//! dividend is demanded only through its result, its divisor in full.
+//!
 //! Instructions after a trap that always fires where it stands are never run, and demand
 //! nothing (`executed_insts`): `trap`, `trapz` of zero, `trapnz` of a value known not to be
 //! zero there (a nonzero constant; the condition of the `brif` whose taken side is the only way
@@ -271,6 +274,14 @@ fn observed_anyway(op: Opcode) -> bool {
         || op.other_side_effects()
 }
 
+/// Whether the unsigned division `inst` cannot trap: its divisor is known not to be zero.
+fn cannot_trap(func: &Function, inst: Inst, preds: &Predecessors) -> bool {
+    let divisor = func.dfg.inst_args(inst)[1];
+    func.layout
+        .inst_block(inst)
+        .is_some_and(|block| nonzero(func, divisor, block, preds, 6))
+}
+
 /// The bits of operand `k` of the pure instruction `inst` that its result's demanded bits `d`
 /// need.
 fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
@@ -338,6 +349,7 @@ fn demanded_from(
     observed: Observed,
 ) -> HashMap<Value, u128> {
     let insts = executed_insts(func);
+    let preds = predecessors(func);
     let mut demand: HashMap<Value, u128> = HashMap::new();
     let get = |demand: &HashMap<Value, u128>, v: Value| {
         demand
@@ -402,6 +414,12 @@ fn demanded_from(
                         Observed::Result(r) if r == k => full,
                         Observed::Result(_) => 0,
                     },
+                    // A division by a divisor known not to be zero cannot trap: only its
+                    // result observes the dividend (the divisor, which the fact rests on, is
+                    // demanded in full, as a trap's condition is).
+                    Opcode::Udiv | Opcode::Urem if k == 0 && cannot_trap(func, inst, &preds) => {
+                        operand_demand(func, inst, k, result_demand)
+                    }
                     _ if observed_anyway(op) => full,
                     _ => operand_demand(func, inst, k, result_demand),
                 };
