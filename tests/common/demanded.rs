@@ -13,7 +13,9 @@
 //! not demanded); a block argument what the block parameter demands;
 //! a pure operation what its result's demanded bits need of the operand (`iadd`: the bits up
 //! to the highest demanded one; `band x, 3`: bits 0 and 1 of `x`; `ireduce`: the low bits;
-//! anything else: all bits once any bit of the result is demanded).
+//! none for `icmp`, `isub` or `bxor` of a value with itself, nor for the condition of a
+//! `select` between a value and itself; anything else: all bits once any bit of the result is
+//! demanded).
 //!
 //! An unsigned division by a divisor known not to be zero (see below) cannot trap: its
 //! dividend is demanded only through its result, its divisor in full.
@@ -293,7 +295,19 @@ fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
     }
     let other = || args[1 - k];
     let shift = || constant(func, args[1]).map(|s| (s % u128::from(ty.bits().max(1))) as u32);
-    match func.dfg.insts[inst].opcode() {
+    let same = |a: usize, b: usize| {
+        args.len() > a.max(b)
+            && func.dfg.resolve_aliases(args[a]) == func.dfg.resolve_aliases(args[b])
+    };
+    let op = func.dfg.insts[inst].opcode();
+    // A value compared with itself, or subtracted from or xored with itself, gives a constant;
+    // a `select` between a value and itself does not look at its condition.
+    if (same(0, 1) && matches!(op, Opcode::Icmp | Opcode::Isub | Opcode::Bxor))
+        || (op == Opcode::Select && k == 0 && same(1, 2))
+    {
+        return 0;
+    }
+    match op {
         Opcode::Iadd | Opcode::Isub | Opcode::Imul | Opcode::Ineg => up_to_highest(d) & full,
         Opcode::Bxor | Opcode::Bnot => d & full,
         Opcode::Band if args.len() == 2 => d & full & !known_zero(func, other(), 4),
