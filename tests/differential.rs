@@ -1826,6 +1826,60 @@ block0(v0: i64):
     }
 }
 
+/// The demanded-bits proof through a call whose results are dropped
+/// (`tests/common/demanded.rs`): an argument the callee only returns, divides by a divisor
+/// that cannot be zero without using the quotient, or compares with itself, is not observed;
+/// it is once the caller looks at the result, the divisor may be zero, or the comparison is
+/// with another value.
+#[test]
+fn demanded_bits_of_an_argument_whose_call_results_are_dropped() {
+    let text = |c: i64, divisor: &str, compared: &str, returned: &str| {
+        format!(
+            "function %g(i64, i64) -> i64 {{
+block0(v0: i64, v1: i64):
+    v2 = iconst.i64 1
+    v3 = bor v1, v2
+    v4 = udiv v0, {divisor}
+    v5 = icmp sge v0, {compared}
+    trapz v5, user1
+    return v0
+}}
+function %f(i64, i64) -> i64 {{
+    sig0 = (i64, i64) -> i64
+    fn0 = %g sig0
+block0(v0: i64, v1: i64):
+    v2 = iconst.i64 {c}
+    v3 = iadd v0, v2
+    v4 = call fn0(v3, v1)
+    return {returned}
+}}"
+        )
+    };
+    let name = FuncName::parse("%f").unwrap();
+    for (divisor, compared, returned, unobserved) in [
+        ("v3", "v0", "v1", true),
+        ("v3", "v0", "v4", false),
+        ("v1", "v0", "v1", false),
+        ("v3", "v1", "v1", false),
+    ] {
+        let original = module_from_text(&text(-1, divisor, compared, returned), &[]);
+        let params = common::demanded::DemandedParams::of(&original, &ClifModule::new());
+        let func = &original.function(original.resolve(&name).unwrap()).func;
+        let demand = common::demanded::demanded_values(func, &original, &params);
+        let constant = func
+            .layout
+            .first_inst(func.layout.entry_block().unwrap())
+            .unwrap();
+        let changed = module_from_text(&text(5, divisor, compared, returned), &[]);
+        let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
+        assert_eq!(
+            common::demanded::change_is_undemanded(func, mutant, constant, &demand),
+            unobserved,
+            "udiv by {divisor}, icmp with {compared}, return {returned}"
+        );
+    }
+}
+
 /// The demanded-bits proof past a trap that always fires (`tests/common/demanded.rs`): a value
 /// used only after `trapnz` of a nonzero constant, of a product of the nonzero masked depth, or
 /// of a `umax` with the depth a `brif` took the nonzero side of, is never observed; one used

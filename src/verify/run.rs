@@ -168,16 +168,12 @@ impl<'a> Side<'a> {
             .map_err(|e| Outcome::Unsupported(error_chain(&e)))?;
         match flow {
             ControlFlow::Assign(values) => {
-                self.state
-                    .current_frame_mut()
-                    .set_all(func.dfg.inst_results(pc), values.to_vec());
+                set_each(&mut self.state, func.dfg.inst_results(pc), values);
                 next_inst(pc, func)
             }
             ControlFlow::Continue => next_inst(pc, func),
             ControlFlow::ContinueAt(block, values) => {
-                self.state
-                    .current_frame_mut()
-                    .set_all(func.dfg.block_params(block), values.to_vec());
+                set_each(&mut self.state, func.dfg.block_params(block), values);
                 func.layout
                     .first_inst(block)
                     .ok_or_else(|| Outcome::Unsupported("empty block".into()))
@@ -405,6 +401,21 @@ impl<'a> Side<'a> {
             .layout
             .next_inst(call)
             .ok_or_else(|| Outcome::Unsupported("a call ends its block".into()))
+    }
+}
+
+/// Sets `names` to `values` in the current frame, one by one: `Frame::set_all` takes a `Vec`,
+/// and making one of each instruction's results was an allocation per instruction run.
+fn set_each(
+    state: &mut Machine,
+    names: &[cranelift_codegen::ir::Value],
+    values: impl IntoIterator<Item = DataValue, IntoIter: ExactSizeIterator>,
+) {
+    let values = values.into_iter();
+    assert_eq!(names.len(), values.len(), "a value for each result");
+    let frame = state.current_frame_mut();
+    for (&name, value) in names.iter().zip(values) {
+        frame.set(name, value);
     }
 }
 

@@ -31,8 +31,12 @@ const SYMBOLS: u64 = 0x0000_5000_0000_0000;
 /// trap does trap, with its trap code, as a wild pointer would. Without it, a loop over a
 /// length of -1 or a random pointer would run out of fuel instead of ending.
 const MAPPED: u64 = 1 << 24;
-/// Frames of one function kept for reuse at most.
+/// Frames of one function kept for reuse whatever their size.
 const SPARE_FRAMES: usize = 4;
+/// Bytes of frames kept for reuse beyond [`SPARE_FRAMES`] per function, at most: a recursion
+/// hundreds of calls deep (a run that ends too deep, on real code) allocated and faulted in
+/// every frame anew on every run, a seventh of the time of `--verify` on dprint.
+const SPARE_BYTES: u64 = 16 << 20;
 /// A stack address as it is compared and reported: this tag, the slot's number (bits 32 to 47)
 /// and the offset in the slot (bits 0 to 31).
 pub(super) const STACK_TAG: u64 = 0x5354_0000_0000_0000;
@@ -93,6 +97,8 @@ pub(super) struct Machine<'a> {
     /// every value of its function, and allocating (and faulting in) that anew for every call
     /// was a sixth of the time of `--verify` on real code.
     spare_frames: FxHashMap<*const Function, Vec<Frame<'a>>>,
+    /// The bytes of the frames in `spare_frames`.
+    spare_bytes: u64,
     /// Where each frame's slots start in `stack`.
     frame_base: Vec<u64>,
     stack: Vec<u8>,
@@ -123,6 +129,7 @@ impl<'a> Machine<'a> {
             resolved_slots: vec![Cell::new(0); slot_fn.len().div_ceil(64)],
             frames: Vec::new(),
             spare_frames: FxHashMap::default(),
+            spare_bytes: 0,
             frame_base: Vec::new(),
             stack: Vec::new(),
             layouts: FxHashMap::default(),
@@ -296,6 +303,11 @@ fn data_symbol_address(text: &str) -> u64 {
     SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
 }
 
+/// The bytes of a frame of `func`: a register for each of its values.
+fn frame_bytes(func: &Function) -> u64 {
+    (func.dfg.num_values() * std::mem::size_of::<Option<DataValue>>()) as u64
+}
+
 fn set_bit(bits: &[Cell<u64>], i: usize) {
     let word = &bits[i / 64];
     word.set(word.get() | 1 << (i % 64));
@@ -347,6 +359,7 @@ impl<'a> State<'a> for Machine<'a> {
             .and_then(Vec::pop);
         let frame = match spare {
             Some(mut frame) => {
+                self.spare_bytes -= frame_bytes(function);
                 // Empty, as a new frame is: a value read before it is set stays an error.
                 frame.entries_mut().fill(None);
                 frame
@@ -359,10 +372,13 @@ impl<'a> State<'a> for Machine<'a> {
         if let (Some(frame), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
             self.stack.truncate(base as usize);
             let function = frame.function() as *const Function;
+            let bytes = frame_bytes(frame.function());
             let spare = self.spare_frames.entry(function).or_default();
-            // A few per function: deep recursion would keep its frames all the piece long.
-            if spare.len() < SPARE_FRAMES {
+            // A few per function, more while they fit in the budget: deep recursion would
+            // keep all its frames the piece long.
+            if spare.len() < SPARE_FRAMES || self.spare_bytes + bytes <= SPARE_BYTES {
                 spare.push(frame);
+                self.spare_bytes += bytes;
             }
         }
     }

@@ -8,10 +8,17 @@
 //! at it. Observable uses (a return, a store, a call that is not run, an indirect call's
 //! address, a branch or trap condition, an operand of an instruction that may trap) demand
 //! every bit; a call to a function of the module demands what the callee's parameter demands
-//! (a least fixed point over the module); a block argument what the block parameter demands;
+//! for its effects, and for each of its results the caller looks at (a least fixed point over
+//! the module: a value the callee only returns, passed to a call whose results are dropped, is
+//! not demanded); a block argument what the block parameter demands;
 //! a pure operation what its result's demanded bits need of the operand (`iadd`: the bits up
 //! to the highest demanded one; `band x, 3`: bits 0 and 1 of `x`; `ireduce`: the low bits;
-//! anything else: all bits once any bit of the result is demanded).
+//! none for `icmp`, `isub` or `bxor` of a value with itself, nor for the condition of a
+//! `select` between a value and itself; anything else: all bits once any bit of the result is
+//! demanded).
+//!
+//! An unsigned division by a divisor known not to be zero (see below) cannot trap: its
+//! dividend is demanded only through its result, its divisor in full.
 //!
 //! Instructions after a trap that always fires where it stands are never run, and demand
 //! nothing (`executed_insts`): `trap`, `trapz` of zero, `trapnz` of a value known not to be
@@ -27,9 +34,33 @@ use cranelift_codegen::ir::{
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// What a function's entry parameters demand, apart by what observes them: its effects (stores,
+/// calls, traps, branches: anything but its results), and each of its results. A call whose
+/// results the caller never looks at demands of its arguments only what the callee's effects
+/// do (an argument the callee only returns, passed to a call whose results are dropped, is
+/// never observed).
+#[derive(Clone, PartialEq, Eq)]
+struct ParamDemand {
+    /// By parameter.
+    effects: Vec<u128>,
+    /// By result, then by parameter: besides `effects`.
+    results: Vec<Vec<u128>>,
+}
+
+/// Which of a function's outputs the demand of its values starts from.
+#[derive(Clone, Copy)]
+enum Observed {
+    /// Everything: its effects and every result (a function the check calls itself).
+    All,
+    /// Its effects only.
+    Effects,
+    /// Its effects and result `r`.
+    Result(usize),
+}
+
 /// The demanded bits of the entry parameters of every function of a module.
 pub struct DemandedParams {
-    by_name: BTreeMap<FuncName, Vec<u128>>,
+    by_name: BTreeMap<FuncName, ParamDemand>,
     /// The functions whose address a parameter may hold, for the parameters that only ever
     /// hold function addresses (see [`indirect_targets`]).
     targets: BTreeMap<(FuncName, usize), BTreeSet<FuncName>>,
@@ -42,24 +73,39 @@ impl DemandedParams {
         let mut params = DemandedParams {
             by_name: module
                 .functions()
-                .map(|mf| (mf.name.clone(), vec![0; mf.func.signature.params.len()]))
+                .map(|mf| {
+                    let n = mf.func.signature.params.len();
+                    let results = mf.func.signature.returns.len();
+                    let none = ParamDemand {
+                        effects: vec![0; n],
+                        results: vec![vec![0; n]; results],
+                    };
+                    (mf.name.clone(), none)
+                })
                 .collect(),
             targets: indirect_targets(module, entries),
         };
         loop {
             let mut changed = false;
             for mf in module.functions() {
-                let demand = demanded_values(&mf.func, module, &params);
                 let Some(entry) = mf.func.layout.entry_block() else {
                     continue;
                 };
-                let now: Vec<u128> = mf
-                    .func
-                    .dfg
-                    .block_params(entry)
-                    .iter()
-                    .map(|v| demand.get(v).copied().unwrap_or(0))
-                    .collect();
+                let of_entry = |observed| -> Vec<u128> {
+                    let demand = demanded_from(&mf.func, module, &params, observed);
+                    mf.func
+                        .dfg
+                        .block_params(entry)
+                        .iter()
+                        .map(|v| demand.get(v).copied().unwrap_or(0))
+                        .collect()
+                };
+                let now = ParamDemand {
+                    effects: of_entry(Observed::Effects),
+                    results: (0..mf.func.signature.returns.len())
+                        .map(|r| of_entry(Observed::Result(r)))
+                        .collect(),
+                };
                 let before = params.by_name.get_mut(&mf.name).unwrap();
                 if *before != now {
                     *before = now;
@@ -72,20 +118,29 @@ impl DemandedParams {
         }
     }
 
-    /// What argument `k` of a call to `callee` demands: all of `full` for a function the
-    /// module does not define.
+    /// What argument `k` of a call to `callee` demands, when the caller looks at the results
+    /// `looked_at` (a set of result indices): all of `full` for a function the module does not
+    /// define.
     fn argument(
         &self,
         module: &ClifModule,
         callee: Option<FuncName>,
         k: usize,
         full: u128,
+        looked_at: &Results,
     ) -> u128 {
         let defined = callee.and_then(|name| module.resolve(&name).map(|id| module.function(id)));
-        defined
-            .and_then(|mf| self.by_name.get(&mf.name))
-            .and_then(|p| p.get(k).copied())
-            .map_or(full, |d| d & full)
+        let Some(p) = defined.and_then(|mf| self.by_name.get(&mf.name)) else {
+            return full;
+        };
+        let Some(&effects) = p.effects.get(k) else {
+            return full;
+        };
+        let results = p.results.iter().enumerate();
+        let by_results = results
+            .filter(|(r, _)| looked_at.contains(*r))
+            .fold(0, |acc, (_, d)| acc | d.get(k).copied().unwrap_or(full));
+        (effects | by_results) & full
     }
 }
 
@@ -221,6 +276,14 @@ fn observed_anyway(op: Opcode) -> bool {
         || op.other_side_effects()
 }
 
+/// Whether the unsigned division `inst` cannot trap: its divisor is known not to be zero.
+fn cannot_trap(func: &Function, inst: Inst, preds: &Predecessors) -> bool {
+    let divisor = func.dfg.inst_args(inst)[1];
+    func.layout
+        .inst_block(inst)
+        .is_some_and(|block| nonzero(func, divisor, block, preds, 6))
+}
+
 /// The bits of operand `k` of the pure instruction `inst` that its result's demanded bits `d`
 /// need.
 fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
@@ -232,7 +295,19 @@ fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
     }
     let other = || args[1 - k];
     let shift = || constant(func, args[1]).map(|s| (s % u128::from(ty.bits().max(1))) as u32);
-    match func.dfg.insts[inst].opcode() {
+    let same = |a: usize, b: usize| {
+        args.len() > a.max(b)
+            && func.dfg.resolve_aliases(args[a]) == func.dfg.resolve_aliases(args[b])
+    };
+    let op = func.dfg.insts[inst].opcode();
+    // A value compared with itself, or subtracted from or xored with itself, gives a constant;
+    // a `select` between a value and itself does not look at its condition.
+    if (same(0, 1) && matches!(op, Opcode::Icmp | Opcode::Isub | Opcode::Bxor))
+        || (op == Opcode::Select && k == 0 && same(1, 2))
+    {
+        return 0;
+    }
+    match op {
         Opcode::Iadd | Opcode::Isub | Opcode::Imul | Opcode::Ineg => up_to_highest(d) & full,
         Opcode::Bxor | Opcode::Bnot => d & full,
         Opcode::Band if args.len() == 2 => d & full & !known_zero(func, other(), 4),
@@ -255,14 +330,40 @@ fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
     }
 }
 
+/// The results of a call the caller looks at.
+enum Results {
+    All,
+    These(Vec<usize>),
+}
+
+impl Results {
+    fn contains(&self, r: usize) -> bool {
+        match self {
+            Results::All => true,
+            Results::These(rs) => rs.contains(&r),
+        }
+    }
+}
+
 /// The demanded bits of every value of `func` (absent: none), given what the parameters of
-/// the module's functions demand.
+/// the module's functions demand, when all it does is observed (a function the check runs).
 pub fn demanded_values(
     func: &Function,
     module: &ClifModule,
     params: &DemandedParams,
 ) -> HashMap<Value, u128> {
+    demanded_from(func, module, params, Observed::All)
+}
+
+/// [`demanded_values`] when only what `observed` says of `func` is observed.
+fn demanded_from(
+    func: &Function,
+    module: &ClifModule,
+    params: &DemandedParams,
+    observed: Observed,
+) -> HashMap<Value, u128> {
     let insts = executed_insts(func);
+    let preds = predecessors(func);
     let mut demand: HashMap<Value, u128> = HashMap::new();
     let get = |demand: &HashMap<Value, u128>, v: Value| {
         demand
@@ -290,19 +391,48 @@ pub fn demanded_values(
                 .inst_results(inst)
                 .iter()
                 .fold(0, |acc, &r| acc | get(&demand, r));
+            // The callee's results the caller looks at: a tail call's are this function's.
+            let looked_at = match (op, observed) {
+                (Opcode::ReturnCall | Opcode::ReturnCallIndirect, Observed::All) => Results::All,
+                (Opcode::ReturnCall | Opcode::ReturnCallIndirect, Observed::Effects) => {
+                    Results::These(Vec::new())
+                }
+                (Opcode::ReturnCall | Opcode::ReturnCallIndirect, Observed::Result(r)) => {
+                    Results::These(vec![r])
+                }
+                _ => Results::These(
+                    (dfg.inst_results(inst).iter().enumerate())
+                        .filter(|&(_, &r)| get(&demand, r) != 0)
+                        .map(|(i, _)| i)
+                        .collect(),
+                ),
+            };
             for (k, &a) in args.iter().enumerate() {
                 let full = full_mask(dfg.value_type(a));
                 let bits = match op {
                     Opcode::Call | Opcode::ReturnCall => {
-                        params.argument(module, callee_of(func, inst), k, full)
+                        params.argument(module, callee_of(func, inst), k, full, &looked_at)
                     }
                     Opcode::CallIndirect | Opcode::ReturnCallIndirect if k > 0 => {
                         match possible_callees(func, args[0], params) {
                             Some(callees) => callees.iter().fold(0, |acc, callee| {
-                                acc | params.argument(module, Some(callee.clone()), k - 1, full)
+                                let callee = Some(callee.clone());
+                                acc | params.argument(module, callee, k - 1, full, &looked_at)
                             }),
                             None => full,
                         }
+                    }
+                    Opcode::Return => match observed {
+                        Observed::All => full,
+                        Observed::Effects => 0,
+                        Observed::Result(r) if r == k => full,
+                        Observed::Result(_) => 0,
+                    },
+                    // A division by a divisor known not to be zero cannot trap: only its
+                    // result observes the dividend (the divisor, which the fact rests on, is
+                    // demanded in full, as a trap's condition is).
+                    Opcode::Udiv | Opcode::Urem if k == 0 && cannot_trap(func, inst, &preds) => {
+                        operand_demand(func, inst, k, result_demand)
                     }
                     _ if observed_anyway(op) => full,
                     _ => operand_demand(func, inst, k, result_demand),
