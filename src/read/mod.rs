@@ -524,7 +524,8 @@ fn read_pieces(
             return None;
         };
         // A vector of its own, not the parser's reused in place: that one is sized for the
-        // parsed functions and their source maps, fourteen times what a `Checked` takes.
+        // parsed functions and their source maps, over a kilobyte each, where a `Checked` takes
+        // 72 bytes.
         let mut checked: Vec<Checked> = Vec::with_capacity(test.functions.len());
         checked.extend(test.functions.into_iter().map(|parsed| {
             let check = check_function(&parsed, offset, file, text, checks);
@@ -610,9 +611,7 @@ const MIN_BYTES: usize = 1 << 20;
 /// The directives of `text` ([`scan_directives`]) and its pieces ([`function_pieces`]), found
 /// in one walk over its lines instead of two (on a large file each walk took as long as the
 /// other).
-fn directives_and_pieces(
-    text: &str,
-) -> (Vec<(usize, ParsedDirective)>, Option<Vec<(usize, &str)>>) {
+fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<TextPieces<'_>>) {
     let mut directives = Vec::new();
     // Where each `function` line starts, while the file is a plain list of functions.
     let mut starts: Option<Vec<(usize, usize)>> = Some(Vec::new());
@@ -640,17 +639,20 @@ fn directives_and_pieces(
 /// What a directive line holds: the directive, or what is wrong with it.
 type ParsedDirective = Result<Directive, String>;
 
+/// Pieces of a file's text, each with the number of lines before it.
+type TextPieces<'a> = Vec<(usize, &'a str)>;
+
 /// The pieces of a file that is a plain list of functions (only comments and blank lines
 /// before the first `function` line), each from a `function` line to the start of the function
 /// that ends it ([`PIECE_FUNCTIONS`], [`PIECE_BYTES`]), with the number of lines before it;
 /// None for any other file, or one too small to be worth cutting.
 #[cfg(test)]
-fn function_pieces(text: &str) -> Option<Vec<(usize, &str)>> {
+fn function_pieces(text: &str) -> Option<TextPieces<'_>> {
     directives_and_pieces(text).1
 }
 
 /// [`function_pieces`] of `text` whose `function` lines are at `starts` (line, byte offset).
-fn cut_at_functions<'a>(text: &'a str, starts: &[(usize, usize)]) -> Option<Vec<(usize, &'a str)>> {
+fn cut_at_functions<'a>(text: &'a str, starts: &[(usize, usize)]) -> Option<TextPieces<'a>> {
     if starts.len() < 2 || (starts.len() < MIN_FUNCTIONS && text.len() < MIN_BYTES) {
         return None;
     }
