@@ -1,7 +1,9 @@
 //! Differential execution: runs every function of a module before and after merging in
 //! cranelift-interpreter, on the same arguments, and checks that both do the same thing. First,
-//! every function the merge wrote or changed must pass the CLIF verifier: one that does not is
-//! reported as a mismatch (`not valid CLIF after merging`), whatever its runs do.
+//! the merged module's symbols must be the original's as the report accounts for them (names,
+//! linkage, aliases: `symbols.rs`), and every function the merge wrote or changed must pass the
+//! CLIF verifier: one that does not is reported as a mismatch (`not valid CLIF after merging`),
+//! whatever its runs do.
 //!
 //! For each function *defined* in the original module, and each alias of one (run as its
 //! target, by the alias's name), whose signature the interpreter can run
@@ -74,6 +76,7 @@ mod outcome;
 mod report;
 mod run;
 mod state;
+mod symbols;
 mod valid;
 
 pub use options::VerifyOptions;
@@ -126,6 +129,7 @@ pub fn verify_merge(
     options: &VerifyOptions,
 ) -> VerifyReport {
     let removed = removed_functions(report);
+    let symbol_mismatches = symbols::symbol_mismatches(original, merged, report);
     let with_stand_ins = similar_stand_ins(merged, report);
     let merged = with_stand_ins.as_ref().unwrap_or(merged);
     let names = Names::new(&[original, merged]);
@@ -166,7 +170,7 @@ pub fn verify_merge(
         out
     });
     let mut out = VerifyReport {
-        mismatches: valid::invalid_functions(original, merged),
+        mismatches: [symbol_mismatches, valid::invalid_functions(original, merged)].concat(),
         ..VerifyReport::default()
     };
     for piece in reports {
