@@ -141,3 +141,206 @@ fn verify_reports_a_load_of_unrelated_memory_moved_across_an_argumentless_import
     let (ok, summary) = planted("(i64) -> i32", &body(true), &body(false), "");
     assert!(!ok, "a load moved across an import call passes: {summary}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Aliases and address slots.
+
+/// `%f` (`x * 3`) and `%f2` (`x * 5`), and `rest`.
+fn two_bodies(rest: &str) -> String {
+    format!(
+        "function %f(i32) -> i32 {{
+block0(v0: i32):
+    v1 = iconst.i32 3
+    v2 = imul v0, v1
+    return v2
+}}
+
+function %f2(i32) -> i32 {{
+block0(v0: i32):
+    v1 = iconst.i32 5
+    v2 = imul v0, v1
+    return v2
+}}
+{rest}"
+    )
+}
+
+/// An exported alias the wrong merge drops: other objects calling `%z` no longer link.
+#[test]
+fn verify_reports_an_exported_alias_the_merge_dropped() {
+    let (ok, summary) = passes(
+        &two_bodies("; alias: %z = %f2\n"),
+        &two_bodies(""),
+        Mode::Safe,
+    );
+    assert!(!ok, "a dropped alias passes: {summary}");
+}
+
+/// `%same` compares the addresses of `%z` and `%f2`: one symbol in the original (`%z` an alias
+/// of `%f2`), two in the wrong merge, which makes `%z` a function of its own with `%f2`'s body.
+#[test]
+fn verify_reports_an_alias_made_a_copy_of_its_target_when_addresses_are_compared() {
+    let same = "
+function %same() -> i8 {
+    fn0 = %z(i32) -> i32
+    fn1 = %f2(i32) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = func_addr.i64 fn1
+    v2 = icmp eq v0, v1
+    return v2
+}
+";
+    let original = two_bodies(&format!("{same}; alias: %z = %f2\n"));
+    let copy = "function %z(i32) -> i32 {\nblock0(v0: i32):\n    v1 = iconst.i32 5\n    v2 = imul v0, v1\n    return v2\n}\n";
+    let wrong = two_bodies(&format!("{same}{copy}"));
+    let (ok, summary) = passes(&original, &wrong, Mode::Safe);
+    assert!(!ok, "an alias made a copy passes: {summary}");
+}
+
+/// The wrong merge defines an alias named like an import the original calls: natively the
+/// call then binds to the module's own function instead of the other object's.
+#[test]
+fn verify_reports_an_alias_named_like_an_import() {
+    let user = "
+function %user(i32) -> i32 {
+    fn0 = %ext(i32) -> i32
+block0(v0: i32):
+    v1 = call fn0(v0)
+    return v1
+}
+";
+    let original = two_bodies(user);
+    let wrong = two_bodies(&format!("{user}; alias: %ext = %f\n"));
+    let (ok, summary) = passes(&original, &wrong, Mode::Safe);
+    assert!(!ok, "an alias that captures an import passes: {summary}");
+}
+
+/// The same, the import's address passed to another import instead of called: natively the
+/// other object receives the module's `%f` rather than the real `%ext`. `--verify` numbers an
+/// address slot by its smallest name: `%ext` sorts before `%f`, so the joined slot keeps
+/// `%ext`'s number and the import receives the same value on both sides. (Named `%zext`, the
+/// slot takes `%f`'s number and the wrong merge is found: see the test below.)
+#[test]
+#[ignore = "defect: an alias named like an import whose address is passed on passes --verify when the import's name sorts before the target's (a slot is numbered by its smallest name)"]
+fn verify_reports_an_alias_named_like_an_import_whose_address_is_passed_on() {
+    let user = "
+function %user() -> i32 {
+    fn0 = %ext(i32) -> i32
+    fn1 = %register(i64) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = call fn1(v0)
+    return v1
+}
+";
+    let original = two_bodies(user);
+    let wrong = two_bodies(&format!("{user}; alias: %ext = %f\n"));
+    let (ok, summary) = passes(&original, &wrong, Mode::Safe);
+    assert!(
+        !ok,
+        "an alias that captures a passed import address passes: {summary}"
+    );
+}
+
+/// A correct merge with aliases everywhere: input aliases of a member that becomes an
+/// alias and of the kept function, addresses of each compared, stored to memory and passed to an import; `--mode
+/// aliases`, and safe and thunks for contrast. Every real merge passes (no false alarm).
+#[test]
+fn real_merges_of_alias_chains_whose_addresses_are_compared_stored_and_passed_pass() {
+    let body = "block0(v0: i32):\n    v1 = iconst.i32 7\n    v2 = bitrev v0\n    v3 = imul v2, v1\n    return v3";
+    let module = format!(
+        "; alias: %zz = %g
+; alias: %a0 = %f
+function %f(i32) -> i32 {{\n{body}\n}}
+
+function %g(i32) -> i32 {{\n{body}\n}}
+
+function %h(i32) -> i32 {{\n{body}\n}}
+
+function %addrs(i64) -> i64 {{
+    fn0 = %zz(i32) -> i32
+    fn1 = %f(i32) -> i32
+    fn2 = %h(i32) -> i32
+    fn3 = %a0(i32) -> i32
+    fn4 = %register(i64) -> i64
+block0(v0: i64):
+    v1 = func_addr.i64 fn0
+    v2 = func_addr.i64 fn1
+    v3 = func_addr.i64 fn2
+    v4 = func_addr.i64 fn3
+    v5 = icmp eq v1, v2
+    v6 = icmp eq v3, v4
+    v7 = bor v5, v6
+    store.i64 notrap aligned v1, v0
+    store.i64 notrap aligned v4, v0+8
+    v8 = call fn4(v3)
+    v9 = uextend.i64 v7
+    v10 = iadd v8, v9
+    return v10
+}}
+
+function %calls(i32) -> i32 {{
+    sig0 = (i32) -> i32
+    fn0 = %zz(i32) -> i32
+    fn1 = %a0(i32) -> i32
+block0(v0: i32):
+    v1 = func_addr.i64 fn0
+    v2 = call_indirect sig0, v1(v0)
+    v3 = call fn1(v2)
+    return v3
+}}
+"
+    );
+    for mode in [Mode::Aliases, Mode::Safe, Mode::Thunks] {
+        let (ok, summary, merged) = real_merge_passes(&module, mode);
+        assert!(merged >= 2, "{mode:?}: %g and %h merge into %f");
+        assert!(ok, "{mode:?}: a correct merge is reported: {summary}");
+    }
+}
+
+/// The previous case with the import named `%zext`, after `%f`: the joined slot takes `%f`'s
+/// number, and the wrong merge is found (held): whether it is depends on the names' order.
+#[test]
+fn verify_reports_an_alias_named_like_a_later_import_whose_address_is_passed_on() {
+    let user = "
+function %user() -> i32 {
+    fn0 = %zext(i32) -> i32
+    fn1 = %register(i64) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = call fn1(v0)
+    return v1
+}
+";
+    let original = two_bodies(user);
+    let wrong = two_bodies(&format!("{user}; alias: %zext = %f\n"));
+    let (ok, summary) = passes(&original, &wrong, Mode::Safe);
+    assert!(
+        !ok,
+        "an alias that captures a passed import address passes: {summary}"
+    );
+}
+
+/// An import's address returned, the wrong merge defining an alias of that name (`%ext`, which
+/// sorts before its target `%f`): natively the function returns the address of the module's
+/// `%f` instead of the other object's `%ext`.
+#[test]
+#[ignore = "defect: an alias named like an import whose address is returned passes --verify when the import's name sorts before the target's"]
+fn verify_reports_an_alias_named_like_an_import_whose_address_is_returned() {
+    let user = "
+function %user() -> i64 {
+    fn0 = %ext(i32) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    return v0
+}
+";
+    let original = two_bodies(user);
+    let wrong = two_bodies(&format!("{user}; alias: %ext = %f\n"));
+    let (ok, summary) = passes(&original, &wrong, Mode::Safe);
+    assert!(
+        !ok,
+        "an alias that captures a returned import address passes: {summary}"
+    );
+}
