@@ -344,3 +344,72 @@ block0:
         "an alias that captures a returned import address passes: {summary}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Stack slots and their alignment.
+
+/// `n` one-byte slots aligned to `align`; the function returns the distance from the first
+/// slot's address to the last's: at least the bytes its frame takes.
+fn aligned_slots(n: usize, align: u32) -> String {
+    let slots: String = (0..n)
+        .map(|i| format!("    ss{i} = explicit_slot 1, align = {align}\n"))
+        .collect();
+    format!(
+        "function %spread() -> i64 {{
+{slots}block0:
+    v0 = stack_addr.i64 ss0
+    v1 = stack_addr.i64 ss{last}
+    v2 = isub v1, v0
+    return v2
+}}
+",
+        last = n - 1
+    )
+}
+
+/// `max_stack_bytes` bounds the bytes of stack slots live at once, but a frame's size is
+/// estimated as its slots' sizes (plus 16 each) while its slots are laid out with their
+/// alignment: 256 one-byte slots aligned to 4 KiB take 2 MiB (an estimate of 4 KiB), so a run
+/// under a 1 MiB limit allocates twice the limit (with 20 000 such slots, a 200 KB module
+/// makes `--verify` allocate 160 MB a frame and take a minute in a debug build).
+#[test]
+#[ignore = "defect: a frame of slots aligned to 4 KiB takes far more stack than max_stack_bytes (the limit counts slot sizes, not alignment padding)"]
+fn a_frame_of_aligned_slots_is_held_to_the_stack_limit() {
+    let module = read(&aligned_slots(256, 4096));
+    let options = VerifyOptions {
+        max_stack_bytes: 1 << 20,
+        ..VerifyOptions::default()
+    };
+    let name = module.functions().next().unwrap().name.clone();
+    let run = clif_merge::verify::run_function(&module, &name, &[], &options);
+    if let clif_merge::verify::Outcome::Returned(values) = &run.outcome {
+        let spread = format!("{:?}", values[0]);
+        let spread: u64 = spread
+            .trim_start_matches("I64(")
+            .trim_end_matches(')')
+            .parse()
+            .unwrap();
+        assert!(
+            spread < options.max_stack_bytes as u64,
+            "a frame of {spread} bytes ran under a limit of {} bytes",
+            options.max_stack_bytes
+        );
+    }
+}
+
+/// The slots' addresses keep their alignment (held): each of 8 slots aligned to 4 KiB is a
+/// multiple of 4 KiB and no two share an address.
+#[test]
+fn slots_aligned_to_4_kib_are_distinct_multiples_of_4_kib() {
+    let module = read(&aligned_slots(8, 4096).replace(
+        "    v2 = isub v1, v0\n    return v2",
+        "    v3 = bor v0, v1\n    v4 = iconst.i64 4095\n    v5 = band v3, v4\n    v6 = icmp eq v0, v1\n    v7 = uextend.i64 v6\n    v2 = bor v5, v7\n    return v2",
+    ));
+    let name = module.functions().next().unwrap().name.clone();
+    let run = clif_merge::verify::run_function(&module, &name, &[], &VerifyOptions::default());
+    assert_eq!(
+        format!("{:?}", run.outcome),
+        "Returned([I64(0)])",
+        "slots aligned to 4 KiB"
+    );
+}
