@@ -516,3 +516,70 @@ fn verify_reports_a_wrong_merge_of_integer_ordered_comparisons_ten_apart() {
     let (ok, summary) = planted("(i64) -> i32", &body(1_000_000), &body(1_000_010), "");
     assert!(!ok, "slt 1000000 for slt 1000010 passes: {summary}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Addresses other objects see.
+
+/// Two exported functions with one body (`%f`, `%g`) and `rest`; with `g_alias`, `%g` is an
+/// alias of `%f` instead.
+fn twins(rest: &str, g_alias: bool) -> String {
+    let body = "block0(v0: i32):\n    v1 = iconst.i32 7\n    v2 = bitrev v0\n    v3 = imul v2, v1\n    return v3";
+    let g = if g_alias {
+        "; alias: %g = %f\n".to_string()
+    } else {
+        format!("function %g(i32) -> i32 {{\n{body}\n}}\n")
+    };
+    format!("function %f(i32) -> i32 {{\n{body}\n}}\n\n{g}{rest}")
+}
+
+/// In `--mode safe` every exported symbol keeps its own address: the report says `%g` becomes
+/// a thunk. A planted module that makes `%g` an alias of `%f` gives another object that
+/// compares `&f` with `&g` (both exported) another answer, but nothing inside the module takes
+/// an address, and the alias runs as `%f` by its own name: it passes.
+#[test]
+#[ignore = "defect: in --mode safe an exported function made an alias of its twin passes --verify when the module itself takes no address (other objects see two symbols made one)"]
+fn verify_reports_an_exported_function_made_an_alias_in_safe_mode() {
+    let original = twins("", false);
+    let (report, _) = merged(&read(&original), Mode::Safe);
+    assert_eq!(report.merged, 1, "%g merges into %f");
+    let (ok, summary) = passes(&original, &twins("", true), Mode::Safe);
+    assert!(!ok, "an alias in safe mode passes: {summary}");
+}
+
+/// The same, `&f` handed to another object (an import): it may compare it with `&g`, which it
+/// takes itself. The slot `%f` and `%g` share in the wrong merge is numbered by `%f`, so the
+/// import receives the same number on both sides.
+#[test]
+#[ignore = "defect: in --mode safe an exported function made an alias of its twin passes --verify when only the kept one's address is passed to an import"]
+fn verify_reports_a_safe_mode_alias_when_the_kept_address_is_passed_out() {
+    let user = "
+function %user() -> i32 {
+    fn0 = %f(i32) -> i32
+    fn1 = %register(i64) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = call fn1(v0)
+    return v1
+}
+";
+    let (ok, summary) = passes(&twins(user, false), &twins(user, true), Mode::Safe);
+    assert!(!ok, "an alias in safe mode passes: {summary}");
+}
+
+/// The other way round (`&g`, the alias, passed out): its number changes from `%g`'s to
+/// `%f`'s, and the wrong merge is found (held).
+#[test]
+fn verify_reports_a_safe_mode_alias_when_the_alias_address_is_passed_out() {
+    let user = "
+function %user() -> i32 {
+    fn0 = %g(i32) -> i32
+    fn1 = %register(i64) -> i32
+block0:
+    v0 = func_addr.i64 fn0
+    v1 = call fn1(v0)
+    return v1
+}
+";
+    let (ok, summary) = passes(&twins(user, false), &twins(user, true), Mode::Safe);
+    assert!(!ok, "an alias in safe mode passes: {summary}");
+}
