@@ -152,3 +152,35 @@ fn a_wrong_record_field_of_each_type_is_reported_and_the_real_merge_passes() {
         }
     }
 }
+
+/// A module that reads a data symbol named as the group's record would be (the name the first
+/// run gives it): the merge must not define a record of that name, which would bind the
+/// module's own reference to the record instead of the other object's data. Held: the group
+/// then passes its constants otherwise, and the merge passes `--verify`.
+#[test]
+fn a_data_symbol_named_like_a_record_is_not_taken_by_one() {
+    let triple = TARGETS[0];
+    let text = module_text("local");
+    let original = read_module_text(Path::new("r.clif"), &text, ReadOptions::default()).unwrap();
+    let out = pipeline::run(original, &options(triple, Mode::Safe)).unwrap();
+    let group = &out.report.similar.as_ref().unwrap()[0];
+    let taken = group.records[0].name.to_string();
+    let reader = format!(
+        "\nfunction %reader() -> i64 {{\n    gv0 = symbol {taken}\nblock0:\n    v0 = symbol_value.i64 gv0\n    v1 = load.i64 notrap aligned v0\n    return v1\n}}\n"
+    );
+    let text = text + &reader;
+    let original = read_module_text(Path::new("r.clif"), &text, ReadOptions::default()).unwrap();
+    let out = pipeline::run(original.clone(), &options(triple, Mode::Safe)).unwrap();
+    let names: Vec<String> = (out.report.similar.iter().flatten())
+        .flat_map(|g| &g.records)
+        .map(|r| r.name.to_string())
+        .collect();
+    assert!(!names.contains(&taken), "a record takes {taken}: {names:?}");
+    let checked = verify_merge(
+        &original,
+        &out.module,
+        &out.report,
+        &VerifyOptions::default(),
+    );
+    assert!(checked.is_ok(), "{}", checked.summary());
+}
