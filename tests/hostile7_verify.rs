@@ -373,7 +373,6 @@ fn aligned_slots(n: usize, align: u32) -> String {
 /// under a 1 MiB limit allocates twice the limit (with 20 000 such slots, a 200 KB module
 /// makes `--verify` allocate 160 MB a frame and take a minute in a debug build).
 #[test]
-#[ignore = "defect: a frame of slots aligned to 4 KiB takes far more stack than max_stack_bytes (the limit counts slot sizes, not alignment padding)"]
 fn a_frame_of_aligned_slots_is_held_to_the_stack_limit() {
     let module = read(&aligned_slots(256, 4096));
     let options = VerifyOptions {

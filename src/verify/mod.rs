@@ -170,7 +170,11 @@ pub fn verify_merge(
         out
     });
     let mut out = VerifyReport {
-        mismatches: [symbol_mismatches, valid::invalid_functions(original, merged)].concat(),
+        mismatches: [
+            symbol_mismatches,
+            valid::invalid_functions(original, merged),
+        ]
+        .concat(),
         ..VerifyReport::default()
     };
     for piece in reports {

@@ -361,11 +361,7 @@ impl<'a> Side<'a> {
         // The interpreter allocates a frame's bytes when it enters the function: check the
         // limit first (a frame of gigabytes would be allocated, and the u32 sum Cranelift
         // computes it with could overflow).
-        let frame: u64 = func
-            .sized_stack_slots
-            .values()
-            .map(|s| u64::from(s.size) + 16)
-            .sum();
+        let frame = super::state::frame_bound(func);
         let limit = options.max_stack_bytes as u64;
         if frame > limit {
             self.at = None;

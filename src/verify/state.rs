@@ -52,6 +52,18 @@ struct SlotLayout {
 /// The widest stack slot alignment laid out as declared (wider ones are laid out as this).
 const MAX_SLOT_ALIGN: u8 = 12;
 
+/// At least the stack bytes a frame of `func` takes with its padding (each slot's size and
+/// twice its alignment, and the base's alignment), summed without overflow: the limit is
+/// checked before the frame is allocated.
+pub(super) fn frame_bound(func: &Function) -> u64 {
+    let align = |s: &cranelift_codegen::ir::StackSlotData| {
+        (1u64 << s.align_shift.min(MAX_SLOT_ALIGN)).max(16)
+    };
+    let slots = func.sized_stack_slots.values();
+    let widest = slots.clone().map(align).max().unwrap_or(16);
+    slots.map(|s| u64::from(s.size) + 2 * align(s)).sum::<u64>() + 2 * widest
+}
+
 impl SlotLayout {
     /// A slot aligned to `A` ≥ 16 is placed at an address that is a multiple of `A` and not of
     /// `2A`, so that code relying on more alignment than the slot declares (a merge that drops
