@@ -222,7 +222,6 @@ block0(v0: i32):
 /// `%ext`'s number and the import receives the same value on both sides. (Named `%zext`, the
 /// slot takes `%f`'s number and the wrong merge is found: see the test below.)
 #[test]
-#[ignore = "defect: an alias named like an import whose address is passed on passes --verify when the import's name sorts before the target's (a slot is numbered by its smallest name)"]
 fn verify_reports_an_alias_named_like_an_import_whose_address_is_passed_on() {
     let user = "
 function %user() -> i32 {
@@ -326,7 +325,6 @@ block0:
 /// sorts before its target `%f`): natively the function returns the address of the module's
 /// `%f` instead of the other object's `%ext`.
 #[test]
-#[ignore = "defect: an alias named like an import whose address is returned passes --verify when the import's name sorts before the target's"]
 fn verify_reports_an_alias_named_like_an_import_whose_address_is_returned() {
     let user = "
 function %user() -> i64 {
@@ -448,7 +446,6 @@ fn verify_reports_wrong_merges_of_f32_equality_with_constants() {
 /// neighbour below, where they differ, is aimed at the same side ("equal") and dropped once
 /// the first covers it (see the integer case below).
 #[test]
-#[ignore = "defect: a wrong merge of `x < 2.875` into `x < 2.75` (f32, the flag returned) passes --verify: an aimed tuple's neighbours are dropped once it covers their side"]
 fn verify_reports_wrong_merges_of_f32_ordered_comparisons_with_constants() {
     for cc in ["lt", "ge"] {
         let (seen, summary) = float_equality_planted("f32", ("", "v0"), cc, "0x1.6p1", "0x1.7p1");
@@ -461,7 +458,6 @@ fn verify_reports_wrong_merges_of_f32_ordered_comparisons_with_constants() {
 /// aimed. The integer case beside it (`x + 1000 == K`) is found: an argument one small
 /// difference away from an operand is aimed at.
 #[test]
-#[ignore = "defect: a wrong merge of `x + 1.0 == 3.5` against `x + 1.0 == 3.75` passes --verify (a computed float operand is not aimed at through its parameter)"]
 fn verify_reports_a_wrong_merge_of_computed_float_equality() {
     let prep = "    v5 = f64const 0x1.0p0\n    v1 = fadd v0, v5\n";
     let (seen, summary) = float_equality_planted("f64", (prep, "v1"), "eq", "0x1.cp1", "0x1.ep1");
@@ -505,7 +501,6 @@ fn verify_reports_a_wrong_merge_of_a_nan_payload_test() {
 /// they differ, is queued aimed at the same side, "equal", which the first tuple covers, and is
 /// then dropped.
 #[test]
-#[ignore = "defect: a wrong merge of `x < 1000010` into `x < 1000000` (the flag returned) passes --verify: an aimed tuple's neighbours are dropped once it covers their side"]
 fn verify_reports_a_wrong_merge_of_integer_ordered_comparisons_ten_apart() {
     let body = |k: i64| {
         format!(
@@ -536,7 +531,6 @@ fn twins(rest: &str, g_alias: bool) -> String {
 /// compares `&f` with `&g` (both exported) another answer, but nothing inside the module takes
 /// an address, and the alias runs as `%f` by its own name: it passes.
 #[test]
-#[ignore = "defect: in --mode safe an exported function made an alias of its twin passes --verify when the module itself takes no address (other objects see two symbols made one)"]
 fn verify_reports_an_exported_function_made_an_alias_in_safe_mode() {
     let original = twins("", false);
     let (report, _) = merged(&read(&original), Mode::Safe);
@@ -549,7 +543,6 @@ fn verify_reports_an_exported_function_made_an_alias_in_safe_mode() {
 /// takes itself. The slot `%f` and `%g` share in the wrong merge is numbered by `%f`, so the
 /// import receives the same number on both sides.
 #[test]
-#[ignore = "defect: in --mode safe an exported function made an alias of its twin passes --verify when only the kept one's address is passed to an import"]
 fn verify_reports_a_safe_mode_alias_when_the_kept_address_is_passed_out() {
     let user = "
 function %user() -> i32 {
@@ -605,7 +598,6 @@ fn verify_reports_a_trap_moved_before_an_import_call() {
 /// against `2.875`): the integer case beside it (a parameter extended, then compared) is aimed
 /// at through its low bits, but an `f64`'s low bits are not the `f32`'s.
 #[test]
-#[ignore = "defect: a wrong merge of `fpromote(x) == 2.75` into `fpromote(x) == 2.875` passes --verify (a widened float parameter is not aimed at)"]
 fn verify_reports_a_wrong_merge_of_widened_float_equality() {
     let body = |k: &str| {
         format!(
@@ -632,7 +624,6 @@ fn verify_reports_a_wrong_merge_of_widened_integer_equality() {
 /// local gives other objects no `g` to link against (and a `preemptible` one lets them
 /// replace it), but `--verify` runs bodies by name and never looks at linkage: it passes.
 #[test]
-#[ignore = "defect: a merge that makes an exported function local passes --verify (linkage is never compared)"]
 fn verify_reports_an_exported_function_made_local() {
     let original = twins("", false);
     let (report, merged_module) = merged(&read(&original), Mode::Safe);

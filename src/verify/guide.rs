@@ -167,7 +167,9 @@ fn operands(
 pub(super) struct Search {
     covered: FxHashSet<Side>,
     tried: FxHashSet<Vec<u128>>,
-    queue: VecDeque<(Side, Vec<DataValue>)>,
+    /// Each tuple with the side it aims at; None for a tuple beside the operand (an ordered
+    /// comparison's boundary), run even when another tuple took that side first.
+    queue: VecDeque<(Option<Side>, Vec<DataValue>)>,
 }
 
 impl Search {
@@ -197,7 +199,10 @@ impl Search {
     }
 
     /// Queues `args` with each integer argument that is `from` (in its low `width` bits, up to
-    /// [`NEAR`]) made `to` (and, for a comparison, its neighbours), the difference kept.
+    /// [`NEAR`]) made `to` (and, for a comparison, its neighbours), the difference kept. When no
+    /// argument is that near, each argument is shifted by `to - from` instead, as if the
+    /// operand were the argument plus a constant (`x + 1000`, `x + 1.0`), and a float argument
+    /// is also made `to` itself, converted (`fpromote(x) == c`).
     fn aim(
         &mut self,
         aim: Side,
@@ -208,6 +213,7 @@ impl Search {
         table: bool,
     ) {
         let nudges: &[i128] = if table { &[0] } else { &[0, 1, -1] };
+        let mut near = false;
         for (k, arg) in args.iter().enumerate() {
             let Some((x, arg_width)) = signed(arg) else {
                 continue;
@@ -218,30 +224,103 @@ impl Search {
             if diff.abs() > NEAR {
                 continue;
             }
+            near = true;
             for &nudge in nudges {
                 let low = (to.wrapping_add(nudge).wrapping_add(diff) as u128) & m;
                 let new = ((x as u128) & !m) | low;
-                let Some(value) = of_bits(arg.ty(), new) else {
-                    continue;
-                };
-                let mut tuple = args.to_vec();
-                tuple[k] = value;
-                if self.queue.len() < QUEUED && self.tried.insert(key(&tuple)) {
-                    self.queue.push_back((aim, tuple));
-                }
+                self.queue_with(aim, nudge, args, k, of_bits(arg.ty(), new));
             }
+        }
+        if near || table {
+            return;
+        }
+        for (k, arg) in args.iter().enumerate() {
+            for (nudge, value) in shifted(arg, from, to, width) {
+                self.queue_with(aim, nudge, args, k, value);
+            }
+        }
+    }
+
+    /// Queues `args` with argument `k` made `value` (when there is one), aimed at `aim`, or
+    /// beside it for a `nudge`.
+    fn queue_with(
+        &mut self,
+        aim: Side,
+        nudge: i128,
+        args: &[DataValue],
+        k: usize,
+        value: Option<DataValue>,
+    ) {
+        let Some(value) = value else {
+            return;
+        };
+        let mut tuple = args.to_vec();
+        tuple[k] = value;
+        if self.queue.len() < QUEUED && self.tried.insert(key(&tuple)) {
+            self.queue.push_back(((nudge == 0).then_some(aim), tuple));
         }
     }
 
     /// The next queued tuple whose side is still not covered.
     pub(super) fn next(&mut self) -> Option<Vec<DataValue>> {
         while let Some((aim, tuple)) = self.queue.pop_front() {
-            if !self.covered.contains(&aim) {
+            if aim.is_none_or(|aim| !self.covered.contains(&aim)) {
                 return Some(tuple);
             }
         }
         None
     }
+}
+
+/// `arg` moved as an operand `from` would move to `to` if it were `arg` plus a constant, with
+/// its neighbours (each with its nudge): an integer shifted by `to - from` in its width; a float
+/// shifted by the difference of the operands read as floats of `width` bits, and made `to`
+/// itself converted to its type.
+fn shifted(arg: &DataValue, from: i128, to: i128, width: u32) -> Vec<(i128, Option<DataValue>)> {
+    let Some((x, arg_width)) = signed(arg) else {
+        return Vec::new();
+    };
+    if arg.ty().is_int() {
+        let m = mask(arg_width);
+        return [0, 1, -1]
+            .into_iter()
+            .map(|nudge| {
+                let new = (x.wrapping_add(to - from).wrapping_add(nudge) as u128) & m;
+                (nudge, of_bits(arg.ty(), new))
+            })
+            .collect();
+    }
+    let as_float = |bits: i128| match width {
+        32 => Some(f64::from(f32::from_bits(bits as u32))),
+        64 => Some(f64::from_bits(bits as u64)),
+        _ => None,
+    };
+    let (Some(from), Some(to)) = (as_float(from), as_float(to)) else {
+        return Vec::new();
+    };
+    let x = match *arg {
+        DataValue::F32(v) => f64::from(f32::from_bits(v.bits())),
+        DataValue::F64(v) => f64::from_bits(v.bits()),
+        _ => return Vec::new(),
+    };
+    let float = |f: f64| -> Option<(i128, u32)> {
+        match arg.ty().bits() {
+            32 => Some((i128::from((f as f32).to_bits() as i32), 32)),
+            64 => Some((i128::from(f.to_bits() as i64), 64)),
+            _ => None,
+        }
+    };
+    let mut found = Vec::new();
+    for target in [to, x + (to - from)] {
+        let Some((bits, w)) = float(target) else {
+            continue;
+        };
+        for nudge in [0, 1, -1] {
+            let new = (bits.wrapping_add(nudge) as u128) & mask(w);
+            found.push((nudge, of_bits(arg.ty(), new)));
+        }
+    }
+    found
 }
 
 /// A tuple's bits, to tell tuples tried apart.
