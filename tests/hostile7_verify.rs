@@ -56,7 +56,6 @@ fn planted(sig: &str, f_body: &str, g_body: &str, rest: &str) -> (bool, String) 
 /// natively the import may write the slot (it has its address), so the two differ. `--verify`
 /// clobbers memory outside the caller's frames only: the slot reads the same in both orders.
 #[test]
-#[ignore = "defect: a load of a stack slot whose address an import received, moved across the call, passes --verify (stack memory is not clobbered)"]
 fn verify_reports_a_load_of_an_escaped_stack_slot_moved_across_an_import_call() {
     let body = |load_first: bool| {
         let load = "    v3 = load.i64 notrap aligned v2";
@@ -80,7 +79,6 @@ fn verify_reports_a_load_of_an_escaped_stack_slot_moved_across_an_import_call() 
 /// The same slot, its address given to the import through memory (stored in a heap word the
 /// import can read), then loaded on the other side of the call.
 #[test]
-#[ignore = "defect: a load of a stack slot whose address escaped through memory, moved across an import call, passes --verify"]
 fn verify_reports_a_load_of_a_stack_slot_escaped_through_memory_moved_across_an_import_call() {
     let body = |load_first: bool| {
         let load = "    v3 = load.i64 notrap aligned v2";

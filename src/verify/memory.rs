@@ -41,6 +41,14 @@ impl Memory {
         self.words.clear();
     }
 
+    /// Fills `dst` with bytes derived from the seed and `tag` (and each byte's place).
+    pub(super) fn fill(&self, tag: u64, dst: &mut [u8]) {
+        for (i, chunk) in dst.chunks_mut(8).enumerate() {
+            let word = small_mostly(mix(self.seed ^ mix(tag ^ i as u64)));
+            chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+        }
+    }
+
     /// The bytes at `address..address + dst.len()` (addresses wrap).
     pub(super) fn read(&self, address: u64, dst: &mut [u8]) {
         for (i, byte) in dst.iter_mut().enumerate() {

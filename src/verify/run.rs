@@ -202,7 +202,6 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
-                let args = self.observed(args);
                 let func = self.state.current_frame().function();
                 let sig = call_site_signature(func, pc, callee);
                 let rets = self.not_run(Callee::Import(name.clone()), sig, args, imports)?;
@@ -241,8 +240,13 @@ impl<'a> Side<'a> {
         imports: &mut Vec<ImportCall>,
     ) -> Result<Vec<DataValue>, Outcome> {
         let stores_before = self.state.stores.len();
+        for arg in &args {
+            self.state.escape(arg);
+        }
+        let args = self.observed(args);
         let rets = opaque_call(callee, sig, args, stores_before, imports)?;
         self.state.memory.clobber(imports.len() as u64);
+        self.state.clobber_escaped(imports.len() as u64);
         Ok(rets)
     }
 
@@ -258,7 +262,6 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         match self.stub(callee) {
             Some((name, StubKind::Import)) => {
-                let args = self.observed(args);
                 let sig = call_site_signature(self.state.current_frame().function(), pc, callee);
                 let rets = self.not_run(Callee::Import(name.clone()), sig, args, imports)?;
                 self.leave(rets, returns_to)
@@ -279,9 +282,10 @@ impl<'a> Side<'a> {
         func: &'a Function,
         pc: Inst,
     ) -> Option<(Callee, &'a Signature, Vec<DataValue>)> {
+        // Raw: `not_run` marks the stack slots they point into, then observes them.
         let args = || -> Vec<DataValue> {
             let values = func.dfg.inst_args(pc);
-            self.observed(self.state.collect_values(values).into_vec())
+            self.state.collect_values(values).into_vec()
         };
         match func.dfg.insts[pc] {
             InstructionData::Call { func_ref, .. } => {

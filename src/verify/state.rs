@@ -118,6 +118,9 @@ pub(super) struct Machine<'a> {
     pub(super) memory: Memory,
     /// Every store of the run, in order.
     pub(super) stores: Vec<Store>,
+    /// The stack slots whose address left the frame (passed to a function not run, or
+    /// stored): (frame index, slot). A function not run may write them.
+    escaped: Vec<(usize, u64)>,
     pinned_reg: DataValue,
     /// Each name's address slot on this side, by name index.
     slot_of: Vec<u32>,
@@ -147,6 +150,7 @@ impl<'a> Machine<'a> {
             layouts: FxHashMap::default(),
             memory: Memory::default(),
             stores: Vec::new(),
+            escaped: Vec::new(),
             pinned_reg: DataValue::I64(0),
             slot_of,
             names_index: &names.index_of,
@@ -174,6 +178,7 @@ impl<'a> Machine<'a> {
         self.stack.clear();
         self.memory.reset(0);
         self.stores.clear();
+        self.escaped.clear();
         self.pinned_reg = DataValue::I64(0);
     }
 
@@ -303,6 +308,52 @@ impl<'a> Machine<'a> {
         Ok(base.wrapping_add(offset as u64))
     }
 
+    /// Marks the stack slot `v` points into, when it does, as escaped.
+    pub(super) fn escape(&mut self, v: &DataValue) {
+        let raw = match v {
+            DataValue::I64(x) => *x as u64,
+            DataValue::I32(x) => u64::from(*x as u32),
+            _ => return,
+        };
+        let Some(pos) = self.stack_position(raw) else {
+            return;
+        };
+        let Some(frame) = self
+            .frame_base
+            .partition_point(|&b| b <= pos)
+            .checked_sub(1)
+        else {
+            return;
+        };
+        if let Some((slot, _)) = self.slot_at(pos)
+            && !self.escaped.contains(&(frame, slot))
+        {
+            self.escaped.push((frame, slot));
+        }
+    }
+
+    /// What a call of a function not run leaves in the escaped stack slots of live frames:
+    /// their bytes read anew, derived from the memory's seed, `call` and the slot (the same on
+    /// both sides for the same function's slot, wherever its frame is).
+    pub(super) fn clobber_escaped(&mut self, call: u64) {
+        for &(frame, slot) in &self.escaped {
+            let func = self.frames[frame].function();
+            let Some(layout) = self.layouts.get(&(func as *const Function)) else {
+                continue;
+            };
+            let size = func
+                .sized_stack_slots
+                .values()
+                .nth(slot as usize)
+                .map(|s| s.size);
+            let start = self.frame_base[frame] + layout.offsets[slot as usize];
+            let end = start + u64::from(size.unwrap_or(0));
+            let tag = call.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ slot << 32;
+            self.memory
+                .fill(tag, &mut self.stack[start as usize..end as usize]);
+        }
+    }
+
     /// Defines the read-only data object `name` (as CLIF writes the symbol) with `bytes`.
     pub(super) fn define_data(&mut self, name: &str, bytes: &[u8]) {
         self.memory.define(data_symbol_address(name), bytes);
@@ -381,6 +432,8 @@ impl<'a> State<'a> for Machine<'a> {
         self.frames.push(frame);
     }
     fn pop_frame(&mut self) {
+        let live = self.frames.len().saturating_sub(1);
+        self.escaped.retain(|&(frame, _)| frame < live);
         if let (Some(frame), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
             self.stack.truncate(base as usize);
             let function = frame.function() as *const Function;
@@ -471,6 +524,7 @@ impl<'a> State<'a> for Machine<'a> {
                 mem_flags,
             });
         }
+        self.escape(&v);
         let observed_at = self.observed(&DataValue::I64(raw as i64));
         self.stores.push(Store {
             address: observed_at,
