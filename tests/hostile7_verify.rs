@@ -733,7 +733,7 @@ fn import_and_slot_module(seed: u64) -> String {
     let n = 3 + (rng.next() % 4) as usize;
     let mut text = String::new();
     for i in 0..n {
-        if rng.next() % 2 == 0 {
+        if rng.next().is_multiple_of(2) {
             let linkage = rng.pick(&["export", "local", "hidden", "preemptible"]);
             text += &format!("; linkage: %f{i} {linkage}\n");
         }
