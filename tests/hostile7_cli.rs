@@ -236,7 +236,6 @@ fn a_name_defined_in_two_files_names_both_in_either_order() {
 /// An unknown linkage in a directive: the message lists the linkages a directive accepts, but
 /// leaves out `linkonce`, which directives accept too (only `--default-linkage` refuses it).
 #[test]
-#[ignore = "defect: the error for an unknown linkage directive does not list linkonce, which directives accept"]
 fn an_unknown_linkage_names_every_accepted_linkage() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

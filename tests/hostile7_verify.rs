@@ -484,7 +484,6 @@ fn verify_reports_a_wrong_merge_of_a_parameter_plus_five_compared() {
 /// A parameter plus 1000 compared with a constant: the operand is 1000 from the parameter,
 /// beyond the eight (`NEAR`) a guided argument may be off by, so no argument is aimed at it.
 #[test]
-#[ignore = "defect: a wrong merge of `x + 1000 == c` passes --verify (an operand more than 8 from a parameter is never aimed at)"]
 fn verify_reports_a_wrong_merge_of_a_parameter_plus_a_thousand_compared() {
     let (seen, summary) = computed_integer_planted(1000);
     assert!(seen, "a wrong merge of x + 1000 == c passes: {summary}");
