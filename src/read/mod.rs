@@ -873,7 +873,9 @@ fn parse_linkage(words: Vec<&str>) -> Result<Directive, String> {
         return Err("malformed directive: expected `; linkage: NAME KIND`".into());
     };
     let linkage = SymbolLinkage::from_keyword(kind).ok_or_else(|| {
-        format!("unknown linkage `{kind}` (expected export, hidden, local, preemptible or linkonce)")
+        format!(
+            "unknown linkage `{kind}` (expected export, hidden, local, preemptible or linkonce)"
+        )
     })?;
     Ok(Directive::Linkage {
         name: parse_name(name)?,

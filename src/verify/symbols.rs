@@ -7,12 +7,15 @@
 //!   report says the merge removed it.
 //! - Every alias of the merged module is one of the original's, naming its target or the kept
 //!   function of the target's class; or one the report says the merge made of a function of a
-//!   class, naming the class's kept function.
+//!   class, naming the class's kept function; or one of a name the original neither defines
+//!   nor refers to (a function the merge made, such as a private copy, which no other object
+//!   knows).
 
 use super::outcome::{Mismatch, Outcome, Run};
 use crate::module::{ClifModule, FuncName, Symbol, SymbolLinkage};
 use crate::pass::MergeReport;
 use crate::policy::Action;
+use cranelift_codegen::ir::GlobalValueData;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A mismatch for each symbol of `merged` that is not what the report makes of `original`'s, in
@@ -47,7 +50,11 @@ pub(super) fn symbol_mismatches(
     let original_targets: FxHashMap<&FuncName, &FuncName> = (original.aliases().iter())
         .map(|a| (&a.name, &a.target))
         .collect();
+    let known = names_of(original);
     for alias in merged.aliases() {
+        if !known.contains(&alias.name) {
+            continue;
+        }
         let allowed = match original_targets.get(&alias.name) {
             Some(&target) => {
                 *target == alias.target || accounted.kept_for.get(target) == Some(&&alias.target)
@@ -102,6 +109,23 @@ impl<'r> Accounted<'r> {
         }
         accounted
     }
+}
+
+/// Every name `module` defines, aliases or refers to (a declared function, a symbol).
+fn names_of(module: &ClifModule) -> FxHashSet<FuncName> {
+    let mut names = FxHashSet::default();
+    for mf in module.functions() {
+        names.insert(mf.name.clone());
+        let func = &mf.func;
+        let symbols = func.global_values.values().filter_map(|gv| match gv {
+            GlobalValueData::Symbol { name, .. } => Some(name),
+            _ => None,
+        });
+        let referred = (func.dfg.ext_funcs.values().map(|ext| &ext.name)).chain(symbols);
+        names.extend(referred.filter_map(|name| FuncName::of_external(name, func)));
+    }
+    names.extend(module.aliases().iter().map(|a| a.name.clone()));
+    names
 }
 
 /// The linkage of the symbol `name` in `module`, if it has one.
