@@ -256,6 +256,20 @@ pub struct Mismatch {
     pub merged: Run,
 }
 
+impl Mismatch {
+    /// A mismatch found without running: the merged module's `name` is wrong because `why`.
+    pub(super) fn unrun(name: &FuncName, why: String) -> Mismatch {
+        let not_run = |why: String| Run::not_run(Outcome::NotRunnable(why));
+        Mismatch {
+            function: name.clone(),
+            ran_as: None,
+            args: Vec::new(),
+            original: not_run("not run".into()),
+            merged: not_run(why),
+        }
+    }
+}
+
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Outcome::NotRunnable(why) = &self.merged.outcome {

@@ -11,7 +11,7 @@
 //!   nor refers to (a function the merge made, such as a private copy, which no other object
 //!   knows).
 
-use super::outcome::{Mismatch, Outcome, Run};
+use super::outcome::Mismatch;
 use crate::module::{ClifModule, FuncName, Symbol, SymbolLinkage};
 use crate::pass::MergeReport;
 use crate::policy::Action;
@@ -137,12 +137,5 @@ fn linkage_of(module: &ClifModule, name: &FuncName) -> Option<SymbolLinkage> {
 }
 
 fn mismatch(name: &FuncName, why: String) -> Mismatch {
-    let not_run = |why: String| Run::not_run(Outcome::NotRunnable(why));
-    Mismatch {
-        function: name.clone(),
-        ran_as: None,
-        args: Vec::new(),
-        original: not_run("not run".into()),
-        merged: not_run(format!("symbol: {why}")),
-    }
+    Mismatch::unrun(name, format!("symbol: {why}"))
 }

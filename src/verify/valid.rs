@@ -2,7 +2,7 @@
 //! verifier. Running it proves nothing of the kind (the interpreter runs what it is given), and a
 //! function that is not valid CLIF cannot be compiled or read back.
 
-use super::outcome::{Mismatch, Outcome, Run};
+use super::outcome::Mismatch;
 use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::isa::{self, OwnedTargetIsa};
@@ -69,12 +69,5 @@ fn verify(
 }
 
 fn invalid(name: &FuncName, why: String) -> Mismatch {
-    let not_run = |why: String| Run::not_run(Outcome::NotRunnable(why));
-    Mismatch {
-        function: name.clone(),
-        ran_as: None,
-        args: Vec::new(),
-        original: not_run("not run".into()),
-        merged: not_run(format!("not valid CLIF after merging: {why}")),
-    }
+    Mismatch::unrun(name, format!("not valid CLIF after merging: {why}"))
 }
