@@ -276,15 +276,21 @@ fn direct_callees(func: &Function, names: &Names) -> Option<Vec<usize>> {
             }
         }
     }
+    Some(
+        referred_names(func)
+            .filter_map(|name| names.index_of.get(&name).map(|&i| i as usize))
+            .collect(),
+    )
+}
+
+/// The names `func` refers to: every function it declares and every symbol a global value
+/// names.
+pub(super) fn referred_names(func: &Function) -> impl Iterator<Item = FuncName> + '_ {
     let symbols = func.global_values.values().filter_map(|gv| match gv {
         GlobalValueData::Symbol { name, .. } => Some(name),
         _ => None,
     });
-    Some(
-        (func.dfg.ext_funcs.values().map(|ext| &ext.name))
-            .chain(symbols)
-            .filter_map(|name| FuncName::of_external(name, func))
-            .filter_map(|name| names.index_of.get(&name).map(|&i| i as usize))
-            .collect(),
-    )
+    (func.dfg.ext_funcs.values().map(|ext| &ext.name))
+        .chain(symbols)
+        .filter_map(|name| FuncName::of_external(name, func))
 }

@@ -15,7 +15,6 @@ use super::outcome::Mismatch;
 use crate::module::{ClifModule, FuncName, Symbol, SymbolLinkage};
 use crate::pass::MergeReport;
 use crate::policy::Action;
-use cranelift_codegen::ir::GlobalValueData;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A mismatch for each symbol of `merged` that is not what the report makes of `original`'s, in
@@ -116,13 +115,7 @@ fn names_of(module: &ClifModule) -> FxHashSet<FuncName> {
     let mut names = FxHashSet::default();
     for mf in module.functions() {
         names.insert(mf.name.clone());
-        let func = &mf.func;
-        let symbols = func.global_values.values().filter_map(|gv| match gv {
-            GlobalValueData::Symbol { name, .. } => Some(name),
-            _ => None,
-        });
-        let referred = (func.dfg.ext_funcs.values().map(|ext| &ext.name)).chain(symbols);
-        names.extend(referred.filter_map(|name| FuncName::of_external(name, func)));
+        names.extend(super::names::referred_names(&mf.func));
     }
     names.extend(module.aliases().iter().map(|a| a.name.clone()));
     names
