@@ -3,35 +3,14 @@
 //! (`%g` given `%f`'s body, as `--mode aliases` would make it), and the report says nothing was
 //! merged, so `%g` runs its own (wrong) body on the merged side.
 
-use clif_merge::verify::{VerifyOptions, verify_merge};
-use clif_merge::{ClifModule, Mode, ReadOptions, merge_module, read_module_text};
-use std::path::Path;
+#[path = "common/planted.rs"]
+mod wrong_merges;
 
-fn read(text: &str) -> ClifModule {
-    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
-}
-
-/// `%f` with body `f_body` and `%g` with body `g_body` (both of signature `sig`), and the same
-/// module with `%g` given `f_body`: whether `verify_merge` reports that wrong "merge", with its
-/// summary.
-fn planted(sig: &str, f_body: &str, g_body: &str) -> (bool, String) {
-    let module = |g: &str| {
-        read(&format!(
-            "function %f{sig} {{\n{f_body}\n}}\n\nfunction %g{sig} {{\n{g}\n}}\n"
-        ))
-    };
-    let original = module(g_body);
-    let mut unmerged = original.clone();
-    let (report, _) = merge_module(&mut unmerged, Mode::Aliases);
-    assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
-    let wrong = module(f_body);
-    let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
-    (!checked.is_ok(), checked.summary())
-}
+use wrong_merges::planted;
 
 /// Asserts that `%g` given `%f`'s body is reported.
 fn assert_reported(what: &str, sig: &str, f_body: &str, g_body: &str) {
-    let (reported, summary) = planted(sig, f_body, g_body);
+    let (reported, summary) = planted(sig, f_body, g_body, "");
     assert!(reported, "{what}: a wrong merge passes: {summary}");
 }
 

@@ -4,13 +4,12 @@
 //! made so that runs of the changed function alone cannot see them (it differs only on a value
 //! it loads from memory its caller wrote): only a run of the unchanged caller reports them.
 
-use clif_merge::verify::{VerifyOptions, verify_merge};
-use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, merge_module, read_module_text};
-use std::path::Path;
+#[path = "common/planted.rs"]
+mod wrong_merges;
 
-fn read(text: &str) -> ClifModule {
-    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
-}
+use clif_merge::verify::{VerifyOptions, verify_merge};
+use clif_merge::{ClifModule, Mode, merge_module};
+use wrong_merges::{in_order, merged, planted, read};
 
 /// `%probe(p)` is 1 when the word at `p` is the magic number, else 0; the wrong one compares
 /// with the magic number plus one. Random pointers read pseudo-random words, so runs of
@@ -57,18 +56,12 @@ block0:
     )
 }
 
-/// The report of merging `original` in `mode` (what the planted module claims to be).
-fn report_of(original: &ClifModule, mode: Mode) -> MergeReport {
-    let mut merged = original.clone();
-    merge_module(&mut merged, mode).0
-}
-
 /// Whether `verify_merge` reports `wrong` as a wrong merge of `original` in `%caller`, with
 /// its summary. `%probe` alone must not be reported: the wrong merge is one only its caller
 /// sees, so the case fails when the caller is not run.
 fn reported(original: &str, wrong: &str, mode: Mode) -> (bool, String) {
     let original = read(original);
-    let report = report_of(&original, mode);
+    let report = merged(&original, mode).0;
     let checked = verify_merge(&original, &read(wrong), &report, &VerifyOptions::default());
     let names: Vec<String> = (checked.mismatches.iter())
         .map(|m| m.function.to_string())
@@ -227,7 +220,7 @@ block0:
         )
     };
     let original = read(&text(false));
-    let report = report_of(&original, Mode::Safe);
+    let report = merged(&original, Mode::Safe).0;
     assert_eq!(report.merged, 1, "%g merges into %f");
     // What safe mode does write passes.
     let mut safe = original.clone();
@@ -271,7 +264,7 @@ block0:
 #[test]
 fn verify_reports_an_alias_that_makes_two_symbol_values_equal() {
     let original = read(&same_by_symbols(false));
-    let report = report_of(&original, Mode::Safe);
+    let report = merged(&original, Mode::Safe).0;
     let wrong = read(&same_by_symbols(true));
     let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
     assert!(!checked.is_ok(), "{}", checked.summary());
@@ -282,32 +275,12 @@ fn verify_reports_an_alias_that_makes_two_symbol_values_equal() {
 #[test]
 fn verify_takes_a_reported_alias_as_one_address_on_both_sides() {
     let original = read(&same_by_symbols(false));
-    let report = report_of(&original, Mode::Aliases);
+    let report = merged(&original, Mode::Aliases).0;
     let mut merged = original.clone();
     merge_module(&mut merged, Mode::Aliases);
     assert_eq!(merged.aliases().len(), 1, "%g is an alias");
     let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
     assert!(checked.is_ok(), "{}", checked.summary());
-}
-
-/// `%f` and `%g` with bodies `f_body` and `g_body`, and the module with `%g` given `f_body`
-/// (nothing merged): whether `verify_merge` reports it, with its summary.
-fn planted(sig: &str, f_body: &str, g_body: &str) -> (bool, String) {
-    let module = |g: &str| {
-        read(&format!(
-            "function %f{sig} {{\n{f_body}\n}}\n\nfunction %g{sig} {{\n{g}\n}}\n"
-        ))
-    };
-    let original = module(g_body);
-    let report = report_of(&original, Mode::Aliases);
-    assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
-    let checked = verify_merge(
-        &original,
-        &module(f_body),
-        &report,
-        &VerifyOptions::default(),
-    );
-    (!checked.is_ok(), checked.summary())
 }
 
 /// A float parameter compared for equality with a constant the function computes
@@ -322,7 +295,7 @@ fn verify_reports_a_wrong_merge_of_float_equality_tests_against_computed_constan
             "block0(v0: f64):\n    v1 = f64const 0x1.8p0\n    v2 = f64const {k}\n    v3 = fadd v1, v2\n    v4 = fcmp eq v0, v3\n    v5 = uextend.i32 v4\n    return v5"
         )
     };
-    let (seen, summary) = planted("(f64) -> i32", &body("0x1.4p0"), &body("0x1.6p0"));
+    let (seen, summary) = planted("(f64) -> i32", &body("0x1.4p0"), &body("0x1.6p0"), "");
     assert!(seen, "a wrong merge of float comparisons passes: {summary}");
 }
 
@@ -334,7 +307,7 @@ fn verify_reports_a_wrong_merge_of_integer_equality_tests_against_computed_const
             "block0(v0: i64):\n    v1 = iconst.i64 {k}\n    v2 = iconst.i64 77\n    v3 = imul v1, v2\n    v4 = icmp eq v0, v3\n    v5 = uextend.i32 v4\n    return v5"
         )
     };
-    let (seen, summary) = planted("(i64) -> i32", &body(1_234_567), &body(1_234_568));
+    let (seen, summary) = planted("(i64) -> i32", &body(1_234_567), &body(1_234_568), "");
     assert!(
         seen,
         "a wrong merge of integer comparisons passes: {summary}"
@@ -350,7 +323,7 @@ fn verify_reports_a_wrong_merge_of_float_equality_tests_against_constants() {
             "block0(v0: f64):\n    v1 = f64const {k}\n    v2 = fcmp eq v0, v1\n    v3 = uextend.i32 v2\n    return v3"
         )
     };
-    let (seen, summary) = planted("(f64) -> i32", &body("0x1.6p1"), &body("0x1.7p1"));
+    let (seen, summary) = planted("(f64) -> i32", &body("0x1.6p1"), &body("0x1.7p1"), "");
     assert!(seen, "a wrong merge of float comparisons passes: {summary}");
 }
 
@@ -366,7 +339,7 @@ fn verify_reports_a_wrong_merge_that_drops_a_stack_slot_alignment() {
         )
     };
     // `%g` (align 16) given `%f`'s body is a refinement; `%f` given `%g`'s is not: plant that.
-    let (seen, summary) = planted("() -> i64", &body(16), &body(64));
+    let (seen, summary) = planted("() -> i64", &body(16), &body(64), "");
     assert!(seen, "dropping a 64-byte alignment passes: {summary}");
 }
 
@@ -380,16 +353,12 @@ fn verify_reports_a_wrong_merge_that_moves_a_store_across_an_import_call() {
     let body = |store_first: bool| {
         let store = "    store.i64 notrap aligned v1, v0";
         let call = "    v2 = call fn0(v0)";
-        let (first, second) = if store_first {
-            (store, call)
-        } else {
-            (call, store)
-        };
+        let (first, second) = in_order(store_first, store, call);
         format!(
             "    fn0 = %observe(i64) -> i64\nblock0(v0: i64, v1: i64):\n{first}\n{second}\n    return v2"
         )
     };
-    let (seen, summary) = planted("(i64, i64) -> i64", &body(true), &body(false));
+    let (seen, summary) = planted("(i64, i64) -> i64", &body(true), &body(false), "");
     assert!(
         seen,
         "a store moved across an import call passes: {summary}"
@@ -404,16 +373,12 @@ fn verify_reports_a_wrong_merge_that_moves_a_load_across_an_import_call() {
     let body = |load_first: bool| {
         let load = "    v1 = load.i64 notrap aligned v0";
         let call = "    v2 = call fn0(v0)";
-        let (first, second) = if load_first {
-            (load, call)
-        } else {
-            (call, load)
-        };
+        let (first, second) = in_order(load_first, load, call);
         format!(
             "    fn0 = %fill(i64) -> i64\nblock0(v0: i64):\n{first}\n{second}\n    v3 = iadd v1, v2\n    return v3"
         )
     };
-    let (seen, summary) = planted("(i64) -> i64", &body(true), &body(false));
+    let (seen, summary) = planted("(i64) -> i64", &body(true), &body(false), "");
     assert!(seen, "a load moved across an import call passes: {summary}");
 }
 
@@ -454,7 +419,7 @@ block0(v0: i32):
     };
     let check = |call: &str| {
         let original = read(&text("%f2", call));
-        let report = report_of(&original, Mode::Safe);
+        let report = merged(&original, Mode::Safe).0;
         assert_eq!(report.merged, 0, "nothing merges");
         let wrong = read(&text("%f", call));
         verify_merge(&original, &wrong, &report, &VerifyOptions::default())
@@ -494,7 +459,7 @@ block0(v0: i32):
         )
     };
     let original = read(&text("%f2"));
-    let report = report_of(&original, Mode::Safe);
+    let report = merged(&original, Mode::Safe).0;
     let wrong = read(&text("%f"));
     let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
     assert!(
@@ -540,7 +505,7 @@ block2:
 
 /// The mismatches `verify_merge` finds, as (function, arguments), sorted.
 fn verdicts(original: &ClifModule, wrong: &ClifModule, runs: usize) -> Vec<(String, String)> {
-    let report = report_of(original, Mode::Safe);
+    let report = merged(original, Mode::Safe).0;
     let options = VerifyOptions {
         runs,
         ..VerifyOptions::default()
@@ -610,7 +575,7 @@ fn verify_reports_wrong_merges_of_import_calls_with_wide_arguments() {
     ];
     for (what, ty, f, g) in cases {
         let sig = format!("({ty}) -> i64");
-        let (seen, summary) = planted(&sig, &call(ty, &f), &call(ty, &g));
+        let (seen, summary) = planted(&sig, &call(ty, &f), &call(ty, &g), "");
         assert!(seen, "{what}: a wrong merge passes: {summary}");
     }
 }

@@ -4,50 +4,12 @@
 //! hand (a module the merge did not write, checked against the report of the real merge); a
 //! correct merge is the real one, which must pass.
 
+#[path = "common/planted.rs"]
+mod wrong_merges;
+
+use clif_merge::Mode;
 use clif_merge::verify::{VerifyOptions, verify_merge};
-use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, merge_module, read_module_text};
-use std::path::Path;
-
-fn read(text: &str) -> ClifModule {
-    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
-}
-
-/// The report of merging `original` in `mode`, and the module the merge writes.
-fn merged(original: &ClifModule, mode: Mode) -> (MergeReport, ClifModule) {
-    let mut merged = original.clone();
-    let report = merge_module(&mut merged, mode).0;
-    (report, merged)
-}
-
-/// Whether `verify_merge` passes `wrong` as a merge of `original` with the report of merging
-/// `original` in `mode`, with its summary.
-fn passes(original: &str, wrong: &str, mode: Mode) -> (bool, String) {
-    let original = read(original);
-    let (report, _) = merged(&original, mode);
-    let checked = verify_merge(&original, &read(wrong), &report, &VerifyOptions::default());
-    (checked.is_ok(), checked.summary())
-}
-
-/// Whether the real merge of `original` in `mode` passes `verify_merge`, with its summary and
-/// how many functions it merged.
-fn real_merge_passes(original: &str, mode: Mode) -> (bool, String, usize) {
-    let original = read(original);
-    let (report, merged) = merged(&original, mode);
-    let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
-    (checked.is_ok(), checked.summary(), report.merged)
-}
-
-/// `%f` and `%g` with bodies `f_body` and `g_body` (the rest of the module `rest`), and the
-/// module with `%g` given `f_body` (nothing merged): whether `verify_merge` passes it.
-fn planted(sig: &str, f_body: &str, g_body: &str, rest: &str) -> (bool, String) {
-    let module = |g: &str| {
-        format!("function %f{sig} {{\n{f_body}\n}}\n\nfunction %g{sig} {{\n{g}\n}}\n{rest}")
-    };
-    let original = module(g_body);
-    let report = merged(&read(&original), Mode::Aliases).0;
-    assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
-    passes(&original, &module(f_body), Mode::Aliases)
-}
+use wrong_merges::{in_order, merged, passes, planted, read, real_merge_passes};
 
 // ---------------------------------------------------------------------------------------------
 // Import calls and memory.
@@ -60,18 +22,14 @@ fn verify_reports_a_load_of_an_escaped_stack_slot_moved_across_an_import_call() 
     let body = |load_first: bool| {
         let load = "    v3 = load.i64 notrap aligned v2";
         let call = "    v4 = call fn0(v2)";
-        let (first, second) = if load_first {
-            (load, call)
-        } else {
-            (call, load)
-        };
+        let (first, second) = in_order(load_first, load, call);
         format!(
             "    ss0 = explicit_slot 8\n    fn0 = %fill(i64) -> i64\nblock0(v0: i64):\n    v2 = stack_addr.i64 ss0\n    store.i64 notrap aligned v0, v2\n{first}\n{second}\n    v5 = iadd v3, v4\n    return v5"
         )
     };
-    let (ok, summary) = planted("(i64) -> i64", &body(true), &body(false), "");
+    let (reported, summary) = planted("(i64) -> i64", &body(true), &body(false), "");
     assert!(
-        !ok,
+        reported,
         "a load of an escaped slot moved across an import call passes: {summary}"
     );
 }
@@ -83,18 +41,14 @@ fn verify_reports_a_load_of_a_stack_slot_escaped_through_memory_moved_across_an_
     let body = |load_first: bool| {
         let load = "    v3 = load.i64 notrap aligned v2";
         let call = "    v4 = call fn0()";
-        let (first, second) = if load_first {
-            (load, call)
-        } else {
-            (call, load)
-        };
+        let (first, second) = in_order(load_first, load, call);
         format!(
             "    ss0 = explicit_slot 8\n    fn0 = %fill() -> i64\nblock0(v0: i64, v1: i64):\n    v2 = stack_addr.i64 ss0\n    store.i64 notrap aligned v0, v2\n    store.i64 notrap aligned v2, v1\n{first}\n{second}\n    v5 = iadd v3, v4\n    return v5"
         )
     };
-    let (ok, summary) = planted("(i64, i64) -> i64", &body(true), &body(false), "");
+    let (reported, summary) = planted("(i64, i64) -> i64", &body(true), &body(false), "");
     assert!(
-        !ok,
+        reported,
         "a load of an escaped slot moved across an import call passes: {summary}"
     );
 }
@@ -106,17 +60,16 @@ fn verify_reports_a_store_to_an_escaped_stack_slot_moved_across_an_import_call()
     let body = |store_first: bool| {
         let store = "    store.i64 notrap aligned v1, v2";
         let call = "    v4 = call fn0(v2)";
-        let (first, second) = if store_first {
-            (store, call)
-        } else {
-            (call, store)
-        };
+        let (first, second) = in_order(store_first, store, call);
         format!(
             "    ss0 = explicit_slot 8\n    fn0 = %fill(i64) -> i64\nblock0(v0: i64, v1: i64):\n    v2 = stack_addr.i64 ss0\n    store.i64 notrap aligned v0, v2\n{first}\n{second}\n    v3 = load.i64 notrap aligned v2\n    v5 = iadd v3, v4\n    return v5"
         )
     };
-    let (ok, summary) = planted("(i64, i64) -> i64", &body(true), &body(false), "");
-    assert!(!ok, "a store moved across an import call passes: {summary}");
+    let (reported, summary) = planted("(i64, i64) -> i64", &body(true), &body(false), "");
+    assert!(
+        reported,
+        "a store moved across an import call passes: {summary}"
+    );
 }
 
 /// A load of a heap word through a pointer loaded from a parameter, moved across an import
@@ -127,17 +80,16 @@ fn verify_reports_a_load_of_unrelated_memory_moved_across_an_argumentless_import
     let body = |load_first: bool| {
         let load = "    v3 = load.i32 notrap aligned v0+16";
         let call = "    v4 = call fn0()";
-        let (first, second) = if load_first {
-            (load, call)
-        } else {
-            (call, load)
-        };
+        let (first, second) = in_order(load_first, load, call);
         format!(
             "    fn0 = %tick() -> i32\nblock0(v0: i64):\n{first}\n{second}\n    v5 = iadd v3, v4\n    return v5"
         )
     };
-    let (ok, summary) = planted("(i64) -> i32", &body(true), &body(false), "");
-    assert!(!ok, "a load moved across an import call passes: {summary}");
+    let (reported, summary) = planted("(i64) -> i32", &body(true), &body(false), "");
+    assert!(
+        reported,
+        "a load moved across an import call passes: {summary}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,8 +378,8 @@ fn float_equality_planted(
             "block0(v0: {ty}):\n{prep}    v2 = {ty}const {k}\n    v3 = fcmp {cc} {operand}, v2\n    v4 = uextend.i32 v3\n    return v4"
         )
     };
-    let (ok, summary) = planted(&format!("({ty}) -> i32"), &body(k_f), &body(k_g), "");
-    (!ok, summary)
+    let (reported, summary) = planted(&format!("({ty}) -> i32"), &body(k_f), &body(k_g), "");
+    (reported, summary)
 }
 
 /// `f32` parameters compared directly with a constant for equality: found (held).
@@ -469,8 +421,8 @@ fn computed_integer_planted(k: i64) -> (bool, String) {
             "block0(v0: i64):\n    v5 = iconst.i64 {k}\n    v1 = iadd v0, v5\n    v2 = iconst.i64 {c}\n    v3 = icmp eq v1, v2\n    v4 = uextend.i32 v3\n    return v4"
         )
     };
-    let (ok, summary) = planted("(i64) -> i32", &body(7_654_321), &body(7_654_322), "");
-    (!ok, summary)
+    let (reported, summary) = planted("(i64) -> i32", &body(7_654_321), &body(7_654_322), "");
+    (reported, summary)
 }
 
 /// The integer case beside it, a parameter plus 5 (within the eight a guided argument may be
@@ -495,8 +447,8 @@ fn verify_reports_a_wrong_merge_of_a_parameter_plus_a_thousand_compared() {
 fn verify_reports_a_wrong_merge_that_tells_negative_zero_apart() {
     let f = "block0(v0: f64):\n    v1 = f64const 0.0\n    v2 = fcmp eq v0, v1\n    v3 = uextend.i32 v2\n    return v3";
     let g = "block0(v0: f64):\n    v1 = bitcast.i64 v0\n    v4 = iconst.i64 0\n    v2 = icmp eq v1, v4\n    v3 = uextend.i32 v2\n    return v3";
-    let (ok, summary) = planted("(f64) -> i32", g, f, "");
-    assert!(!ok, "-0.0 told apart from 0.0 passes: {summary}");
+    let (reported, summary) = planted("(f64) -> i32", g, f, "");
+    assert!(reported, "-0.0 told apart from 0.0 passes: {summary}");
 }
 
 /// `x` is a NaN with a given payload (bits compared) against `x` is a NaN (`fcmp uno`): they
@@ -505,8 +457,11 @@ fn verify_reports_a_wrong_merge_that_tells_negative_zero_apart() {
 fn verify_reports_a_wrong_merge_of_a_nan_payload_test() {
     let f = "block0(v0: f32):\n    v1 = fcmp uno v0, v0\n    v3 = uextend.i32 v1\n    return v3";
     let g = "block0(v0: f32):\n    v1 = bitcast.i32 v0\n    v4 = iconst.i32 0x7fc0_0001\n    v2 = icmp eq v1, v4\n    v3 = uextend.i32 v2\n    return v3";
-    let (ok, summary) = planted("(f32) -> i32", g, f, "");
-    assert!(!ok, "a NaN payload test passes for fcmp uno: {summary}");
+    let (reported, summary) = planted("(f32) -> i32", g, f, "");
+    assert!(
+        reported,
+        "a NaN payload test passes for fcmp uno: {summary}"
+    );
 }
 
 /// Integer ordered comparisons returned (not branched on) with constants ten apart: the
@@ -520,8 +475,8 @@ fn verify_reports_a_wrong_merge_of_integer_ordered_comparisons_ten_apart() {
             "block0(v0: i64):\n    v1 = iconst.i64 {k}\n    v2 = icmp slt v0, v1\n    v3 = uextend.i32 v2\n    return v3"
         )
     };
-    let (ok, summary) = planted("(i64) -> i32", &body(1_000_000), &body(1_000_010), "");
-    assert!(!ok, "slt 1000000 for slt 1000010 passes: {summary}");
+    let (reported, summary) = planted("(i64) -> i32", &body(1_000_000), &body(1_000_010), "");
+    assert!(reported, "slt 1000000 for slt 1000010 passes: {summary}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -596,15 +551,14 @@ fn verify_reports_a_trap_moved_before_an_import_call() {
     let body = |call_first: bool| {
         let trap = "    trapz v0, user1";
         let call = "    v2 = call fn0(v0)";
-        let (first, second) = if call_first {
-            (call, trap)
-        } else {
-            (trap, call)
-        };
+        let (first, second) = in_order(call_first, call, trap);
         format!("    fn0 = %note(i64) -> i64\nblock0(v0: i64):\n{first}\n{second}\n    return v2")
     };
-    let (ok, summary) = planted("(i64) -> i64", &body(true), &body(false), "");
-    assert!(!ok, "a trap moved before an import call passes: {summary}");
+    let (reported, summary) = planted("(i64) -> i64", &body(true), &body(false), "");
+    assert!(
+        reported,
+        "a trap moved before an import call passes: {summary}"
+    );
 }
 
 /// An `f32` parameter widened to `f64` and compared with a constant (`fpromote(x) == 2.75`
@@ -617,8 +571,11 @@ fn verify_reports_a_wrong_merge_of_widened_float_equality() {
             "block0(v0: f32):\n    v1 = fpromote.f64 v0\n    v2 = f64const {k}\n    v3 = fcmp eq v1, v2\n    v4 = uextend.i32 v3\n    return v4"
         )
     };
-    let (ok, summary) = planted("(f32) -> i32", &body("0x1.6p1"), &body("0x1.7p1"), "");
-    assert!(!ok, "a wrong merge of fpromote(x) == c passes: {summary}");
+    let (reported, summary) = planted("(f32) -> i32", &body("0x1.6p1"), &body("0x1.7p1"), "");
+    assert!(
+        reported,
+        "a wrong merge of fpromote(x) == c passes: {summary}"
+    );
 }
 
 /// The integer case: an `i32` parameter sign-extended to `i64` and compared (held).
@@ -629,8 +586,11 @@ fn verify_reports_a_wrong_merge_of_widened_integer_equality() {
             "block0(v0: i32):\n    v1 = sextend.i64 v0\n    v2 = iconst.i64 {k}\n    v3 = icmp eq v1, v2\n    v4 = uextend.i32 v3\n    return v4"
         )
     };
-    let (ok, summary) = planted("(i32) -> i32", &body(7_654_321), &body(7_654_322), "");
-    assert!(!ok, "a wrong merge of sextend(x) == c passes: {summary}");
+    let (reported, summary) = planted("(i32) -> i32", &body(7_654_321), &body(7_654_322), "");
+    assert!(
+        reported,
+        "a wrong merge of sextend(x) == c passes: {summary}"
+    );
 }
 
 /// In `--mode safe` the exported `%g` becomes a thunk; a planted module with the same thunk made
@@ -799,9 +759,9 @@ fn verify_reports_a_wrong_merge_of_a_vector_equality_test() {
             "block0(v0: i32x4):\n    v1 = vconst.i32x4 [1 2 3 {last}]\n    v2 = icmp eq v0, v1\n    v3 = vall_true v2\n    v4 = uextend.i32 v3\n    return v4"
         )
     };
-    let (ok, summary) = planted("(i32x4) -> i32", &body(4), &body(5), "");
+    let (reported, summary) = planted("(i32x4) -> i32", &body(4), &body(5), "");
     assert!(
-        !ok,
+        reported,
         "a wrong merge of a vector equality test passes: {summary}"
     );
 }

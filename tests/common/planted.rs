@@ -1,0 +1,63 @@
+//! Wrong merges planted by hand for `--verify`'s tests: a module the merge did not write,
+//! checked against the report of the real merge of the original. A planted case is a wrong
+//! merge only if the real merge did not merge what the planted module joins, which
+//! [`planted`] asserts.
+//!
+//! Included on its own (`#[path]`) by the hostile verify tests, which need nothing else from
+//! `tests/common`.
+
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use clif_merge::verify::{VerifyOptions, verify_merge};
+use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, merge_module, read_module_text};
+use std::path::Path;
+
+/// `text` read as one module, which must be valid.
+pub fn read(text: &str) -> ClifModule {
+    read_module_text(Path::new("t.clif"), text, ReadOptions::default()).unwrap()
+}
+
+/// The report of merging `original` in `mode`, and the module the merge writes.
+pub fn merged(original: &ClifModule, mode: Mode) -> (MergeReport, ClifModule) {
+    let mut merged = original.clone();
+    let report = merge_module(&mut merged, mode).0;
+    (report, merged)
+}
+
+/// Whether `verify_merge` passes `wrong` as a merge of `original` with the report of merging
+/// `original` in `mode`, with its summary.
+pub fn passes(original: &str, wrong: &str, mode: Mode) -> (bool, String) {
+    let original = read(original);
+    let (report, _) = merged(&original, mode);
+    let checked = verify_merge(&original, &read(wrong), &report, &VerifyOptions::default());
+    (checked.is_ok(), checked.summary())
+}
+
+/// Whether the real merge of `original` in `mode` passes `verify_merge`, with its summary and
+/// how many functions it merged.
+pub fn real_merge_passes(original: &str, mode: Mode) -> (bool, String, usize) {
+    let original = read(original);
+    let (report, merged) = merged(&original, mode);
+    let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+    (checked.is_ok(), checked.summary(), report.merged)
+}
+
+/// `%f` and `%g` with bodies `f_body` and `g_body` (both of signature `sig`; the rest of the
+/// module `rest`), and the same module with `%g` given `f_body`: whether `verify_merge`
+/// *reports* that wrong "merge", with its summary.
+pub fn planted(sig: &str, f_body: &str, g_body: &str, rest: &str) -> (bool, String) {
+    let module = |g: &str| {
+        format!("function %f{sig} {{\n{f_body}\n}}\n\nfunction %g{sig} {{\n{g}\n}}\n{rest}")
+    };
+    let original = module(g_body);
+    let report = merged(&read(&original), Mode::Aliases).0;
+    assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
+    let (ok, summary) = passes(&original, &module(f_body), Mode::Aliases);
+    (!ok, summary)
+}
+
+/// `a` then `b` when `a_first`, else `b` then `a`: the two orders of a planted reordering.
+pub fn in_order<'a>(a_first: bool, a: &'a str, b: &'a str) -> (&'a str, &'a str) {
+    if a_first { (a, b) } else { (b, a) }
+}
