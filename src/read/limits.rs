@@ -113,7 +113,9 @@ static BYTE_CLASS: [ByteClass; 256] = {
         let byte = b as u8;
         if byte.is_ascii_alphanumeric() || byte == b'_' {
             table[b] = ByteClass::Word;
-        } else if matches!(byte, b' ' | b'\t' | b'\r') {
+        } else if matches!(byte, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c') {
+            // Cranelift's lexer skips all of ASCII's whitespace; a byte it skips must not
+            // separate tokens here either, or `v2\x0c-> v1` is no alias to the chain count.
             table[b] = ByteClass::Blank;
         }
         b += 1;
@@ -165,6 +167,14 @@ fn for_each_token<'a, B>(
                         i += 1;
                     }
                     i += 1;
+                    Token::Other
+                }
+                // A source location (`@0001`) or a hex sequence (`#00ff`) ends at its last hex
+                // digit, as the lexer reads it: `@0001v10000001` is a location, then an entity.
+                b'@' | b'#' => {
+                    while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+                        i += 1;
+                    }
                     Token::Other
                 }
                 b'-' if bytes.get(i) == Some(&b'>') => {
@@ -444,5 +454,21 @@ mod tests {
         let long = format!("{}\n{}", gv_chain(2), alias_chain(10_000));
         assert_eq!(line_of(&long), Some(10));
         assert_eq!(line_of(&gv_chain(10_000)), Some(1));
+    }
+
+    /// The scan splits tokens where Cranelift's lexer does: every ASCII blank it skips, and a
+    /// source location or hex sequence ended by its last hex digit.
+    #[test]
+    fn tokens_end_where_the_lexer_ends_them() {
+        for blank in ["\x0b", "\x0c", "\t", "\r"] {
+            let spaced = alias_chain(10_000).replace(" -> ", &format!("{blank}->{blank}"));
+            assert_eq!(line_of(&spaced), Some(1), "{blank:?}");
+        }
+        assert_eq!(line_of("block0:\n@0001v10000001 = iconst.i64 1\n"), Some(2));
+        assert_eq!(
+            line_of("block0:\n  v1 = vconst.i8x16 #00v10000001\n"),
+            Some(2)
+        );
+        assert_eq!(line_of("block0:\n@00a1 v1 = iconst.i64 1\n"), None);
     }
 }

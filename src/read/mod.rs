@@ -616,7 +616,15 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
     // Where each `function` line starts, while the file is a plain list of functions.
     let mut starts: Option<Vec<(usize, usize)>> = Some(Vec::new());
     let mut at = 0;
+    let mut in_string = false;
     for (line, content) in text.split_inclusive('\n').enumerate() {
+        let starts_in_string = in_string;
+        in_string = string_open_after(content, in_string);
+        if starts_in_string {
+            // Text of a string: no directive, and no function starts here.
+            at += content.len();
+            continue;
+        }
         if let Some(parsed) = line_directive(content) {
             directives.push((line + 1, parsed));
         }
@@ -845,10 +853,33 @@ fn duplicate_error(module: &ClifModule, e: ModuleError, file: &Path, line: usize
 
 /// The directives in `text`, each with its line number (from 1), or what is wrong with it.
 pub fn scan_directives(text: &str) -> Vec<(usize, Result<Directive, String>)> {
+    let mut in_string = false;
     let lines = text.lines().enumerate();
     lines
-        .filter_map(|(i, line)| Some((i + 1, line_directive(line)?)))
+        .filter_map(|(i, line)| {
+            let starts_in_string = in_string;
+            in_string = string_open_after(line, in_string);
+            Some((i + 1, line_directive(line).filter(|_| !starts_in_string)?))
+        })
         .collect()
+}
+
+/// Whether a string is open at the end of `line`, which starts inside one when `in_string`.
+/// Cranelift's lexer ends a string at the next quote, so a string (a region's description) may
+/// hold line breaks, and a line of it that reads like a directive or a `function` line is text.
+/// A `;` outside a string starts a comment, whose quotes do not count.
+fn string_open_after(line: &str, mut in_string: bool) -> bool {
+    if !in_string && !line.contains('"') {
+        return false;
+    }
+    for b in line.bytes() {
+        match b {
+            b'"' => in_string = !in_string,
+            b';' if !in_string => return false,
+            _ => {}
+        }
+    }
+    in_string
 }
 
 /// The directive `line` holds, if it is a directive line (the line's end may be included).
@@ -1024,6 +1055,35 @@ mod tests {
             "    return v1",
         );
         assert_eq!(read(plain(), &without), Ok(1));
+    }
+
+    /// A line inside a string (a region's description may span lines) is text of the string:
+    /// neither a directive nor a `function` line where a large file is cut; a `;` comment's
+    /// quote opens no string.
+    #[test]
+    fn lines_inside_a_string_are_no_directives_and_no_function_starts() {
+        let function = |i: usize| {
+            format!(
+                "function %f{i}(i64) -> i64 {{\n    region0 = 1 \"a\n; linkage: %f{i} local\n\
+                 function %x{i}() {{\n\"\n; linkage: %f{i} hidden\n; a quote \" in a comment\nblock0(v0: i64):\n    \
+                 return v0\n}}\n"
+            )
+        };
+        let text: String = (0..MIN_FUNCTIONS).map(function).collect();
+        let (directives, pieces) = directives_and_pieces(&text);
+        assert_eq!(directives, scan_directives(&text));
+        assert_eq!(directives.len(), MIN_FUNCTIONS, "one directive a function");
+        assert!(
+            (directives.iter()).all(|(line, d)| line % 10 == 6 && d.is_ok()),
+            "{:?}",
+            &directives[..2]
+        );
+        let pieces = pieces.expect("a plain list of functions");
+        assert!(
+            pieces
+                .iter()
+                .all(|(_, piece)| piece.starts_with("function %f"))
+        );
     }
 
     /// The walk that finds directives and `function` lines together finds the directives
