@@ -151,24 +151,36 @@ pub(super) struct CallerTrial<'a> {
 pub(super) const MEASURED_CALLERS: usize = 16;
 
 impl SizeJudge {
-    /// The bytes `trial` saves, measured; None when something in it does not compile.
-    pub(super) fn saving(
+    /// The bytes the `members` of a group take, measured; None when one does not compile.
+    /// Members whose machine code is equal are one body in the object already (its
+    /// machine-code folding): they count once, or a group of them would be credited with
+    /// removing code that folding removes anyway, and grow the object. Measured once per group:
+    /// every way of writing the group ([`Trial`]) removes the same members.
+    pub(super) fn members_size(
         &self,
         ctx: &mut cranelift_codegen::Context,
-        cost: &CostModel,
-        trial: &Trial,
-    ) -> Option<i64> {
-        // Members whose machine code is equal are one body in the object already (its
-        // machine-code folding): they count once, or a group of them would be credited with
-        // removing code that folding removes anyway, and grow the object.
+        members: &[&Function],
+    ) -> Option<u64> {
         let mut before = 0u64;
         let mut seen = rustc_hash::FxHashSet::default();
-        for func in &trial.members {
+        for func in members {
             let (size, code) = self.code(ctx, func)?;
             if seen.insert(code) {
                 before += size;
             }
         }
+        Some(before)
+    }
+
+    /// The bytes `trial` saves, measured, its members taking `before` bytes
+    /// ([`SizeJudge::members_size`]); None when something in it does not compile.
+    pub(super) fn saving(
+        &self,
+        ctx: &mut cranelift_codegen::Context,
+        cost: &CostModel,
+        trial: &Trial,
+        before: u64,
+    ) -> Option<i64> {
         let mut after = self.code_size(ctx, &trial.shared)?;
         for thunk in &trial.thunks {
             after += self.code_size(ctx, thunk)?;

@@ -147,7 +147,9 @@ fn measured(
             planned: p,
             callers: &callers[g],
         };
-        let stack = judge.saving(ctx, &options.cost, &variant.trial(None));
+        let stack_trial = variant.trial(None);
+        let before = judge.members_size(ctx, &stack_trial.members)?;
+        let stack = judge.saving(ctx, &options.cost, &stack_trial, before);
         let address_cost = judge.record_address_cost();
         let record = (options.with_records()
             && address_cost.is_some()
@@ -180,7 +182,7 @@ fn measured(
         trial.stack_arguments =
             (options.registers).stack_arguments(own, &record.types(&p.layout)) as u64;
         let with_record = judge
-            .saving(ctx, &options.cost, &trial)
+            .saving(ctx, &options.cost, &trial, before)
             .map(|s| s - data as i64);
         match (stack, with_record) {
             (Some(s), Some(r)) if r > s => Some((r, Some(record))),
