@@ -1,0 +1,660 @@
+//! hostile8: the exact comparator against Cranelift's code generator.
+//!
+//! The strongest oracle of the comparator: two functions it calls equal compile to the same
+//! machine code. Functions of `../shared/runtests` and a sample of `../shared/corpus` are
+//! changed in one field at the text level (an immediate, a type, a condition code, a memory
+//! flag, a trap code, a calling convention, a parameter's purpose or extension, a stack slot's
+//! size or alignment, a global value's offset or flags, constant bytes, float bits, block
+//! parameter types, jump table and handler order, cold blocks, `colocated`/`patchable`, the
+//! order of two declarations, an unused declaration, operands, entity references). The
+//! original and each variant that parses and verifies go into one module and are merged; when
+//! the merge puts them in one class, both are compiled (x86_64 and aarch64, `opt_level=speed`)
+//! and their code must be the same: bytes, relocations (offset, kind, target name, addend),
+//! traps, call sites, patchable call sites, user stack maps and frame layout.
+//!
+//! The reverse (same code, not merged) is counted for information only.
+
+use clif_merge::{ClifModule, Mode, SymbolLinkage, merge_module};
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::{Function, UserFuncName};
+use cranelift_codegen::isa::{self, OwnedTargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{Context, FinalizedRelocTarget};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+fn shared() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("note: ../shared is absent; the codegen differential is skipped");
+        None
+    }
+}
+
+thread_local! {
+    /// Set while Cranelift compiles: its panics are caught and quiet.
+    static COMPILING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn isa_for(triple: &str) -> OwnedTargetIsa {
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").unwrap();
+    flags.enable("enable_llvm_abi_extensions").unwrap();
+    let mut builder = isa::lookup(target_lexicon::Triple::from_str(triple).unwrap()).unwrap();
+    if triple.starts_with("x86_64") {
+        for feature in [
+            "has_sse41",
+            "has_sse42",
+            "has_popcnt",
+            "has_bmi1",
+            "has_lzcnt",
+        ] {
+            builder.enable(feature).unwrap();
+        }
+    }
+    builder.finish(settings::Flags::new(flags)).unwrap()
+}
+
+fn isas() -> Vec<OwnedTargetIsa> {
+    // Panics of the code generator are caught and counted as no code: keep them quiet.
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !COMPILING.with(|c| c.get()) {
+                default(info);
+            }
+        }));
+    });
+    vec![
+        isa_for("x86_64-unknown-linux-gnu"),
+        isa_for("aarch64-unknown-linux-gnu"),
+    ]
+}
+
+/// Everything of `func`'s compiled code that another function's code would have to equal:
+/// the bytes, and the metadata the object writer and the runtime read, with names by text.
+fn machine_code(func: &Function, isa: &dyn isa::TargetIsa) -> Result<String, String> {
+    // Cranelift panics on some functions it cannot lower (an i128 argument on x86_64 without
+    // the LLVM extensions): that is no code either.
+    COMPILING.with(|c| c.set(true));
+    let buffer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut ctx = Context::for_function(func.clone());
+        ctx.compile(isa, &mut ControlPlane::default())
+            .map(|code| code.buffer.clone())
+            .map_err(|e| format!("{:?}", e.inner))
+    }))
+    .map_err(|_| "Cranelift panicked".to_string());
+    COMPILING.with(|c| c.set(false));
+    let buffer = buffer??;
+    let mut out = String::new();
+    for b in buffer.data() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out.push('\n');
+    for r in buffer.relocs() {
+        let target = match &r.target {
+            FinalizedRelocTarget::ExternalName(name) => {
+                name.display(Some(&func.params)).to_string()
+            }
+            other => format!("{other:?}"),
+        };
+        out.push_str(&format!(
+            "reloc {} {:?} {target} {}\n",
+            r.offset, r.kind, r.addend
+        ));
+    }
+    for t in buffer.traps() {
+        out.push_str(&format!("trap {} {}\n", t.offset, t.code));
+    }
+    for c in buffer.call_sites() {
+        out.push_str(&format!("call {c:?}\n"));
+    }
+    for c in buffer.patchable_call_sites() {
+        out.push_str(&format!("patchable {c:?}\n"));
+    }
+    for m in buffer.user_stack_maps() {
+        out.push_str(&format!("stack map {m:?}\n"));
+    }
+    out.push_str(&format!("frame {:?}\n", buffer.frame_layout()));
+    Ok(out)
+}
+
+/// Whether the merge puts `a` and `b` (named apart) in one class.
+fn merged(a: &Function, b: &Function) -> bool {
+    let mut module = ClifModule::new();
+    module
+        .define(a.clone(), SymbolLinkage::Export, None)
+        .expect("the original defines");
+    let mut b = b.clone();
+    b.name = UserFuncName::testcase("hb8_variant");
+    if module.define(b, SymbolLinkage::Export, None).is_err() {
+        return false;
+    }
+    let (report, _) = merge_module(&mut module, Mode::Thunks);
+    report.merged > 0
+}
+
+const TYPE_SETS: &[&[&str]] = &[
+    &["i8", "i16", "i32", "i64", "i128"],
+    &["f16", "f32", "f64", "f128"],
+    &["i8x16", "i16x8", "i32x4", "i64x2", "f32x4", "f64x2"],
+    &["i8x8", "i16x4", "i32x2", "f32x2"],
+];
+const INT_CCS: &[&str] = &[
+    "eq", "ne", "slt", "sge", "sgt", "sle", "ult", "uge", "ugt", "ule",
+];
+const FLOAT_CCS: &[&str] = &[
+    "ord", "uno", "eq", "ne", "one", "ueq", "lt", "le", "gt", "ge", "ult", "ule", "ugt", "uge",
+];
+const MEM_FLAGS: &[&str] = &["notrap", "aligned", "readonly", "can_move", "little", "big"];
+const TRAP_CODES: &[&str] = &[
+    "stk_ovf",
+    "heap_oob",
+    "int_ovf",
+    "int_divz",
+    "bad_toint",
+    "user1",
+    "user2",
+    "user200",
+];
+const CALL_CONVS: &[&str] = &[
+    "fast",
+    "tail",
+    "system_v",
+    "windows_fastcall",
+    "apple_aarch64",
+    "probestack",
+    "winch",
+    "preserve_all",
+];
+const ENTITY_PREFIXES: &[&str] = &[
+    "block", "region", "const", "dss", "sig", "ss", "gv", "fn", "jt", "dt", "v",
+];
+const FLAG_WORDS: &[&str] = &[
+    "uext",
+    "sext",
+    "sret",
+    "vmctx",
+    "colocated",
+    "patchable",
+    "tls",
+    "cold",
+];
+const INSERTED_MEM_FLAGS: &[&str] = &[
+    "notrap", "aligned", "readonly", "can_move", "little", "big", "user1", "int_ovf",
+];
+
+/// The words of `line` outside comments and strings, with their byte ranges.
+fn words(line: &str) -> Vec<(usize, usize)> {
+    let end = line.find([';', '"']).unwrap_or(line.len());
+    let bytes = line.as_bytes();
+    let is_sep = |b: u8| b.is_ascii_whitespace() || b",()[]{}=<>".contains(&b);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < end {
+        if is_sep(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < end && !is_sep(bytes[i]) {
+            i += 1;
+        }
+        out.push((start, i));
+    }
+    out
+}
+
+fn int_literal(word: &str) -> Option<i128> {
+    let (neg, digits) = match word.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, word.strip_prefix('+').unwrap_or(word)),
+    };
+    let value = if let Some(hex) = digits.strip_prefix("0x") {
+        if hex.contains(['.', 'p', 'P']) {
+            return None;
+        }
+        i128::from_str_radix(&hex.replace('_', ""), 16).ok()?
+    } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        digits.replace('_', "").parse().ok()?
+    } else {
+        return None;
+    };
+    Some(if neg { -value } else { value })
+}
+
+fn is_float_literal(word: &str) -> bool {
+    let w = word.trim_start_matches(['-', '+']);
+    (w.starts_with("0x") && w.contains('p')) || w.starts_with("Inf") || w.contains("NaN")
+}
+
+/// Other spellings of one float literal's neighbours: the sign flipped, the last mantissa
+/// digit changed, a NaN's payload changed.
+fn float_variants(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    match word.strip_prefix('-') {
+        Some(rest) => out.push(rest.to_string()),
+        None => out.push(format!("-{}", word.trim_start_matches('+'))),
+    }
+    if word.contains("NaN") {
+        if word.contains(':') {
+            out.push(word.split(':').next().unwrap().to_string());
+            out.push(format!("{word}1"));
+        } else {
+            out.push(format!("{word}:0x1"));
+        }
+        out.push(word.replace("sNaN", "NaN").replace("NaN", "sNaN:0x1"));
+    }
+    if let Some(p) = word.find('p')
+        && word.contains('.')
+    {
+        let digit = word.as_bytes()[p - 1];
+        let flipped = if digit == b'0' { '1' } else { '0' };
+        out.push(format!("{}{flipped}{}", &word[..p - 1], &word[p..]));
+    }
+    out
+}
+
+/// What one word may become.
+fn word_replacements(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let others = |set: &[&str], w: &str| -> Vec<String> {
+        set.iter()
+            .filter(|&&s| s != w)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for set in TYPE_SETS {
+        if set.contains(&word) {
+            out.extend(others(set, word));
+        }
+        if let Some((op, ty)) = word.rsplit_once('.')
+            && set.contains(&ty)
+            && !op.is_empty()
+        {
+            out.extend(others(set, ty).into_iter().map(|t| format!("{op}.{t}")));
+        }
+    }
+    if INT_CCS.contains(&word) {
+        out.extend(others(INT_CCS, word));
+    }
+    if FLOAT_CCS.contains(&word) {
+        out.extend(others(FLOAT_CCS, word));
+    }
+    if MEM_FLAGS.contains(&word) || TRAP_CODES.contains(&word) || FLAG_WORDS.contains(&word) {
+        out.push(String::new());
+    }
+    if MEM_FLAGS.contains(&word) {
+        out.extend(others(MEM_FLAGS, word));
+    }
+    if TRAP_CODES.contains(&word) {
+        out.extend(others(TRAP_CODES, word));
+    }
+    if CALL_CONVS.contains(&word) {
+        out.extend(others(CALL_CONVS, word));
+    }
+    match word {
+        "uext" => out.push("sext".into()),
+        "sext" => out.push("uext".into()),
+        "sret" => out.push("vmctx".into()),
+        "vmctx" => out.push("sret".into()),
+        _ => {}
+    }
+    if let Some(arg) = word.strip_prefix("sarg(").and_then(|w| w.strip_suffix(')'))
+        && let Ok(n) = arg.parse::<u32>()
+    {
+        out.push(format!("sarg({})", n + 8));
+        out.push(String::new());
+    }
+    if let Some(n) = int_literal(word) {
+        for m in [
+            n.wrapping_add(1),
+            n.wrapping_sub(1),
+            n ^ 0x80,
+            n.wrapping_neg(),
+            n.wrapping_mul(2),
+        ] {
+            if m != n {
+                out.push(m.to_string());
+            }
+        }
+        if word.starts_with("0x") {
+            out.push(format!("{:#x}", n.wrapping_add(1)));
+        }
+    }
+    if is_float_literal(word) {
+        out.extend(float_variants(word));
+    }
+    for prefix in ENTITY_PREFIXES {
+        if let Some(digits) = word.strip_prefix(prefix)
+            && !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            let n: u64 = digits.parse().unwrap();
+            out.push(format!("{prefix}{}", n + 1));
+            if n > 0 {
+                out.push(format!("{prefix}{}", n - 1));
+            }
+            break;
+        }
+    }
+    if let Some(loc) = word.strip_prefix('@') {
+        out.push(format!("@{loc}1"));
+    }
+    out
+}
+
+/// A declaration line's entity kind (`ss`, `gv`, ...), if it is one.
+fn declaration_kind(line: &str) -> Option<&'static str> {
+    let t = line.trim_start();
+    let word = t.split_whitespace().next()?;
+    if !t.contains(" = ") {
+        return None;
+    }
+    ENTITY_PREFIXES.iter().copied().find(|p| {
+        word.strip_prefix(p)
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// Single-field variants of one function's text, each with what changed.
+fn variants(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    let with_line = |i: usize, new: String| -> String {
+        let mut l: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        l[i] = new;
+        l.join("\n") + "\n"
+    };
+    for (i, line) in lines.iter().enumerate() {
+        for (s, e) in words(line) {
+            let word = &line[s..e];
+            for r in word_replacements(word) {
+                let new = format!("{}{r}{}", &line[..s], &line[e..]);
+                out.push((
+                    format!("line {}: {word} -> {r:?}", i + 1),
+                    with_line(i, new),
+                ));
+            }
+            // Memory flags added after a memory operation's opcode.
+            let op = word.split('.').next().unwrap_or("");
+            if op.contains("load") || op.contains("store") || op.starts_with("atomic") {
+                for flag in INSERTED_MEM_FLAGS {
+                    let new = format!("{} {flag}{}", &line[..e], &line[e..]);
+                    out.push((
+                        format!("line {}: +{flag} after {word}", i + 1),
+                        with_line(i, new),
+                    ));
+                }
+            }
+        }
+        // A block made cold; external functions made colocated or patchable.
+        let t = line.trim_start();
+        if t.starts_with("block") && t.trim_end().ends_with(':') && !t.contains(" cold") {
+            let end = line.rfind(':').unwrap();
+            let new = format!("{} cold{}", &line[..end], &line[end..]);
+            out.push((format!("line {}: cold", i + 1), with_line(i, new)));
+        }
+        if declaration_kind(line) == Some("fn") {
+            let eq = line.find(" = ").unwrap() + 3;
+            for flag in ["colocated ", "patchable "] {
+                if !line.contains(flag.trim()) {
+                    let new = format!("{}{flag}{}", &line[..eq], &line[eq..]);
+                    out.push((format!("line {}: +{flag}", i + 1), with_line(i, new)));
+                }
+            }
+        }
+        // Two entries of a bracketed list (jump table, handlers) swapped.
+        if let (Some(open), Some(close)) = (line.find('['), line.rfind(']'))
+            && open < close
+        {
+            let items: Vec<&str> = line[open + 1..close].split(',').collect();
+            for k in 0..items.len().saturating_sub(1) {
+                let mut swapped = items.clone();
+                swapped.swap(k, k + 1);
+                if swapped != items {
+                    let new = format!("{}{}{}", &line[..=open], swapped.join(","), &line[close..]);
+                    out.push((
+                        format!("line {}: swap entries {k}", i + 1),
+                        with_line(i, new),
+                    ));
+                }
+            }
+        }
+    }
+    // Declarations: two of a kind in the other order, and one unused declaration more.
+    for i in 0..lines.len().saturating_sub(1) {
+        if let (Some(a), Some(b)) = (declaration_kind(lines[i]), declaration_kind(lines[i + 1]))
+            && a == b
+        {
+            let mut l: Vec<&str> = lines.clone();
+            l.swap(i, i + 1);
+            out.push((
+                format!("lines {}-{} swapped", i + 1, i + 2),
+                l.join("\n") + "\n",
+            ));
+        }
+    }
+    for i in 0..lines.len() {
+        let Some(kind) = declaration_kind(lines[i]) else {
+            continue;
+        };
+        if kind == "v" || kind == "block" {
+            continue;
+        }
+        let last_of_kind = lines
+            .get(i + 1)
+            .is_none_or(|next| declaration_kind(next) != Some(kind));
+        if !last_of_kind {
+            continue;
+        }
+        let word = lines[i].split_whitespace().next().unwrap();
+        let n: u64 = word[kind.len()..].parse().unwrap();
+        let unused = lines[i].replacen(word, &format!("{kind}{}", n + 1), 1);
+        let mut l: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        l.insert(i + 1, unused);
+        out.push((
+            format!("line {}: unused {kind} declared", i + 2),
+            l.join("\n") + "\n",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    out.retain(|(_, t)| t != text && seen.insert(t.clone()));
+    out
+}
+
+/// At most `n` of `items`, spread evenly.
+fn spread<T: Clone>(items: &[T], n: usize) -> Vec<T> {
+    if items.len() <= n {
+        return items.to_vec();
+    }
+    (0..n).map(|k| items[k * items.len() / n].clone()).collect()
+}
+
+fn parse_one(text: &str) -> Option<Function> {
+    let mut funcs = cranelift_reader::parse_functions(text).ok()?;
+    if funcs.len() != 1 {
+        return None;
+    }
+    let func = funcs.pop()?;
+    let flags = settings::Flags::new(settings::builder());
+    cranelift_codegen::verify_function(&func, &flags).ok()?;
+    Some(func)
+}
+
+#[derive(Default)]
+struct Tally {
+    functions: usize,
+    variants: usize,
+    merged: usize,
+    compiled_pairs: usize,
+    info_same_code_not_merged: usize,
+    info_compared: usize,
+    failures: Vec<String>,
+}
+
+/// Checks `func`'s variants: every merged one compiles to `func`'s code on every ISA.
+fn check_function(
+    func: &Function,
+    isas: &[OwnedTargetIsa],
+    per_function: usize,
+    tally: &mut Tally,
+) {
+    let text = func.display().to_string();
+    let Some(original) = parse_one(&text) else {
+        return;
+    };
+    let codes: Vec<Result<String, String>> = isas
+        .iter()
+        .map(|isa| machine_code(&original, &**isa))
+        .collect();
+    if codes.iter().all(|c| c.is_err()) {
+        return;
+    }
+    tally.functions += 1;
+    let all = variants(&text);
+    for (what, variant_text) in spread(&all, per_function) {
+        let Some(variant) = parse_one(&variant_text) else {
+            continue;
+        };
+        tally.variants += 1;
+        let is_merged = merged(&original, &variant);
+        if is_merged {
+            tally.merged += 1;
+            if std::env::var_os("HB8_SHOW").is_some() {
+                eprintln!("merged: {}: {what}", func.name);
+            }
+        } else if tally.info_compared >= 400 || tally.variants % 7 != 0 {
+            continue;
+        }
+        let mut all_same = true;
+        for (isa, code) in isas.iter().zip(&codes) {
+            let Ok(code) = code else { continue };
+            let other = machine_code(&variant, &**isa);
+            let same = other.as_ref() == Ok(code);
+            all_same &= same;
+            if is_merged && !same {
+                tally.failures.push(format!(
+                    "{}: {what}: merged, but the code differs on {}\n--- original ---\n{text}--- variant ---\n{variant_text}--- original code ---\n{code}--- variant code ---\n{}",
+                    func.name,
+                    isa.triple(),
+                    match &other {
+                        Ok(c) => c.clone(),
+                        Err(e) => format!("does not compile: {e}"),
+                    }
+                ));
+            }
+        }
+        if is_merged {
+            tally.compiled_pairs += 1;
+        } else {
+            tally.info_compared += 1;
+            if all_same {
+                tally.info_same_code_not_merged += 1;
+            }
+        }
+    }
+}
+
+fn report(what: &str, tally: &Tally) {
+    eprintln!(
+        "{what}: {} functions, {} variants verified, {} merged (all compiled), \
+         information: {} of {} unmerged variants compiled to the same code",
+        tally.functions,
+        tally.variants,
+        tally.merged,
+        tally.info_same_code_not_merged,
+        tally.info_compared
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} merged variants compile to other code; the first:\n{}",
+        tally.failures.len(),
+        tally.failures[0]
+    );
+}
+
+fn runtest_functions(dir: &Path) -> Vec<Function> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "clif"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Ok(test) = cranelift_reader::parse_test(&text, Default::default()) else {
+            continue;
+        };
+        out.extend(test.functions.into_iter().map(|(f, _)| f));
+    }
+    out
+}
+
+/// Every function of Cranelift's run tests, up to 40 variants each: a merged variant compiles
+/// to the original's code.
+#[test]
+fn merged_runtest_variants_compile_to_the_same_code() {
+    let Some(shared) = shared() else { return };
+    let isas = isas();
+    let mut tally = Tally::default();
+    for func in runtest_functions(&shared.join("runtests")) {
+        check_function(&func, &isas, 40, &mut tally);
+    }
+    report("runtests", &tally);
+    assert!(tally.functions > 500, "{} functions", tally.functions);
+    assert!(tally.variants > 10_000, "{} variants", tally.variants);
+}
+
+/// Functions of the dprint corpus module (every 10th of those under 6 kB of text), up to 150
+/// variants each.
+#[test]
+fn merged_corpus_variants_compile_to_the_same_code() {
+    let Some(shared) = shared() else { return };
+    let text = std::fs::read_to_string(shared.join("corpus/dprint_markdown.clif")).unwrap();
+    let starts: Vec<usize> = text
+        .match_indices("\nfunction ")
+        .map(|(i, _)| i + 1)
+        .collect();
+    let isas = isas();
+    let mut tally = Tally::default();
+    let mut small = 0;
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(text.len());
+        let piece = &text[start..end];
+        if piece.len() > 6000 {
+            continue;
+        }
+        small += 1;
+        if small % 10 != 0 {
+            continue;
+        }
+        if let Some(func) = parse_one(piece) {
+            check_function(&func, &isas, 150, &mut tally);
+        }
+    }
+    report("corpus", &tally);
+    assert!(tally.functions >= 10, "{} functions", tally.functions);
+}
+
+/// The oracle can fail: a variant that the test treats as merged although its code differs
+/// is reported.
+#[test]
+fn the_oracle_sees_a_changed_immediate() {
+    let isa = isa_for("x86_64-unknown-linux-gnu");
+    let a = parse_one("function %f(i32) -> i32 {\nblock0(v0: i32):\n  v1 = iconst.i32 7\n  v2 = iadd v0, v1\n  return v2\n}\n").unwrap();
+    let b = parse_one("function %f(i32) -> i32 {\nblock0(v0: i32):\n  v1 = iconst.i32 8\n  v2 = iadd v0, v1\n  return v2\n}\n").unwrap();
+    assert!(!merged(&a, &b));
+    assert_ne!(machine_code(&a, &*isa), machine_code(&b, &*isa));
+    // A source location changes neither the merge nor the code.
+    let c = parse_one("function %f(i32) -> i32 {\nblock0(v0: i32):\n@0001  v1 = iconst.i32 7\n  v2 = iadd v0, v1\n  return v2\n}\n").unwrap();
+    assert!(merged(&a, &c));
+    assert_eq!(machine_code(&a, &*isa), machine_code(&c, &*isa));
+    let vs = variants(&a.display().to_string());
+    assert!(vs.iter().any(|(w, _)| w.contains("7 -> \"8\"")), "{vs:?}");
+}
