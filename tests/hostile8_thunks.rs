@@ -88,6 +88,29 @@ function %sext_{s}(i8 sext, i16 sext) -> i16 sext system_v {{\n{{apart}}\nblock0
             fparams.join(", ")
         )
         .unwrap();
+        // A struct argument on the stack (x86_64's C ABI passes a 24-byte struct so), and a
+        // vmctx parameter.
+        if x86_64 {
+            writeln!(
+                t,
+                "function %sarg_{s}(i64 sarg(24), i64) -> i64 system_v {{\n{{apart}}\nblock0(v0: i64, v1: i64):
+    v2 = load.i64 v0
+    v3 = load.i64 v0+8
+    v4 = load.i64 v0+16
+    v5 = iadd v2, v3
+    v6 = imul v4, v1
+    v7 = iadd v5, v6
+    return v7\n}}\n"
+            )
+            .unwrap();
+        }
+        writeln!(
+            t,
+            "function %vm_{s}(i64 vmctx, i64) -> i64 system_v {{\n{{apart}}\nblock0(v0: i64, v1: i64):
+    v2 = isub v0, v1
+    return v2\n}}\n"
+        )
+        .unwrap();
         // Two results.
         writeln!(
             t,
@@ -312,6 +335,7 @@ short sext_{s}(signed char, short);
 long many_{s}(long, long, long, long, long, long, long, long, long, long, double, double, double, double, double, double, double, double, double, double);
 struct p2 pair_{s}(long);
 long g_{s}(long);
+long vm_{s}(long, long);
 long h_{s}(long);
 long call_tail_{s}(long);
 "
@@ -320,6 +344,9 @@ long call_tail_{s}(long);
         for conv in convs {
             writeln!(d, "long call_{conv}_{s}(long);").unwrap();
         }
+    }
+    if x86_64 {
+        d.push_str("long sarg_a(struct t3, long);\nlong sarg_b(struct t3, long);\n");
     }
     d.push_str("long both(long);\nlong addr_g_b(void);\nint main(void) {\n");
     for s in ["a", "b"] {
@@ -332,9 +359,17 @@ long call_tail_{s}(long);
   {{ struct p2 r = pair_{s}(9); printf(\"pair_{s} %ld %ld\\n\", r.a, r.b); }}
   printf(\"g_{s} %ld h_{s} %ld\\n\", g_{s}(5), h_{s}(5));
   printf(\"call_tail_{s} %ld\\n\", call_tail_{s}(4));
+  printf(\"vm_{s} %ld\\n\", vm_{s}(50, 8));
 "
         )
         .unwrap();
+        if x86_64 {
+            write!(
+                d,
+                "  {{ struct t3 a = {{ 1, 20, 300 }}; printf(\"sarg_{s} %ld\\n\", sarg_{s}(a, 7)); }}\n"
+            )
+            .unwrap();
+        }
         for conv in convs {
             writeln!(
                 d,
@@ -387,6 +422,8 @@ fn check_target(aarch64: bool) {
     let expected = link_and_run(&tc, &dir.join("apart"), &[&driver_o, &base_o], "bfd", false)
         .unwrap_or_else(|e| panic!("the module kept apart: {e}"));
     assert!(expected.contains("address of g_b kept: 1"), "{expected}");
+    assert!(!x86_64 || expected.contains("sarg_b 2121\n"), "{expected}");
+    assert!(expected.contains("vm_b 42\n"), "{expected}");
     let linkers = linkers();
     let mut failures = Vec::new();
     for mode in ["safe", "aliases", "thunks"] {
