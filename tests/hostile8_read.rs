@@ -1,0 +1,150 @@
+//! hostile8: the reader's one scan for directives and `function` lines, and large files read
+//! in pieces.
+//!
+//! A file over 1 MiB that is a plain list of functions is cut at its `function` lines and the
+//! pieces parsed apart; any other file is parsed whole. The same text with a `test verifier`
+//! line in front is parsed whole (a line that is neither blank nor a comment before the first
+//! function), so each case compares the two: the same functions with the same lines (one more
+//! in the whole one), the same directives, and errors on the same line. The texts have CRLF
+//! line ends, a tab after `function`, comments that hold `function` lines (at the start of a
+//! line, after a closing brace, inside a block header), directives between functions and
+//! inside them, functions at exactly the pieces' boundaries, and no newline at the end.
+
+use clif_merge::read::read_module_text;
+use clif_merge::{ReadOptions, emit};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Function `i` of the large file, in one of several layouts.
+fn function(i: usize) -> String {
+    let k = i % 7;
+    let head = match i % 5 {
+        0 => format!("function\t%f{i}(i64, i64) -> i64 {{"),
+        1 => format!("function %f{i}(i64, i64) -> i64 {{ ; function %fake{i}() {{"),
+        _ => format!("function %f{i}(i64, i64) -> i64 {{"),
+    };
+    let mut t = String::new();
+    writeln!(t, "{head}").unwrap();
+    writeln!(
+        t,
+        "    ; linkage: %f{i} {}",
+        ["export", "local", "hidden"][i % 3]
+    )
+    .unwrap();
+    writeln!(t, "    ss0 = explicit_slot 8 ; function %fake() {{").unwrap();
+    writeln!(t, "    sig0 = (i64) -> i64").unwrap();
+    if i > 0 {
+        writeln!(t, "    fn0 = %f{}(i64, i64) -> i64", i - 1).unwrap();
+    }
+    writeln!(t, "block0(v0: i64, ; function %inside() {{").unwrap();
+    writeln!(t, "       v1: i64):").unwrap();
+    for n in 0..24 {
+        writeln!(t, "    v{} = iconst.i64 {}", 10 + n, n * 3 + k).unwrap();
+    }
+    writeln!(t, "    v40 = iadd v0, v10").unwrap();
+    writeln!(t, "    v41 = imul v40, v1").unwrap();
+    if i > 0 && i % 3 == 0 {
+        writeln!(t, "    v42 = call fn0(v41, v1)").unwrap();
+        writeln!(t, "    return v42").unwrap();
+    } else {
+        writeln!(t, "    return v41").unwrap();
+    }
+    writeln!(t, "}} ; function %after{i}() {{").unwrap();
+    t.push_str(";; the next is a function\n; function %commented() {\n\n");
+    t
+}
+
+/// The file: more than 1 MiB, CRLF line ends, no newline at the end.
+fn large_file(count: usize, broken: Option<(usize, &str)>) -> String {
+    let mut text = String::from("; a plain list of functions\n\n");
+    for i in 0..count {
+        let mut f = function(i);
+        if let Some((at, line)) = broken
+            && at == i
+        {
+            f = f.replace("v41 = imul v40, v1", line);
+        }
+        text.push_str(&f);
+    }
+    text.push_str("; alias: %alias_of_f0 = %f0\n");
+    let text = text.replace('\n', "\r\n");
+    text.trim_end().to_string()
+}
+
+/// Every function with its origin line, and the module as CLIF.
+fn read(text: &str) -> Result<(Vec<(String, usize)>, String), String> {
+    let module = read_module_text(Path::new("big.clif"), text, ReadOptions::default())
+        .map_err(|e| e.to_string())?;
+    let lines = module
+        .ids()
+        .iter()
+        .map(|&id| {
+            let f = module.function(id);
+            (f.name.to_string(), f.origin.as_ref().map_or(0, |o| o.line))
+        })
+        .collect();
+    Ok((lines, emit::module_to_clif(&module)))
+}
+
+const COUNT: usize = 2100;
+
+#[test]
+fn a_large_file_in_pieces_reads_as_the_same_text_parsed_whole() {
+    let text = large_file(COUNT, None);
+    assert!(text.len() > (1 << 20), "{} bytes", text.len());
+    let (pieces, clif) = read(&text).unwrap();
+    let (whole, whole_clif) = read(&format!("test verifier\r\n{text}")).unwrap();
+    assert_eq!(pieces.len(), COUNT);
+    let shifted: Vec<(String, usize)> = whole.into_iter().map(|(n, l)| (n, l - 1)).collect();
+    assert_eq!(pieces, shifted);
+    assert_eq!(clif, whole_clif);
+    // Function i starts where the text says.
+    let starts: Vec<usize> = text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("function"))
+        .map(|(n, _)| n + 1)
+        .collect();
+    let mut by_name: Vec<(String, usize)> = pieces.clone();
+    by_name.sort_by_key(|(n, _)| n[2..].parse::<usize>().unwrap());
+    let lines: Vec<usize> = by_name.iter().map(|(_, l)| *l).collect();
+    assert_eq!(lines, starts);
+    assert!(
+        clif.contains("; alias: %alias_of_f0 = %f0"),
+        "the alias is kept"
+    );
+    assert!(
+        clif.contains("; linkage: %f2 hidden"),
+        "directives inside functions count"
+    );
+}
+
+/// A verifier error in a function of a late piece, at a boundary (every 64th function starts
+/// a piece) and just after one, names the same line as the whole parse.
+#[test]
+fn an_error_in_a_late_piece_names_the_line_the_whole_parse_names() {
+    // A parse error (an undefined value) and a verifier error (operand types).
+    let errors = [
+        "v41 = imul v40, v99",
+        "v43 = ireduce.i32 v40\n    v41 = iadd v43, v1",
+    ];
+    for (broken, line) in [64 * 20, 64 * 20 + 1, COUNT - 1]
+        .into_iter()
+        .flat_map(|b| errors.map(|e| (b, e)))
+    {
+        let text = large_file(COUNT, Some((broken, line)));
+        let pieces = read(&text).unwrap_err();
+        let whole = read(&format!("test verifier\r\n{text}")).unwrap_err();
+        let line_of = |e: &str| -> usize {
+            let rest = e.split("big.clif:").nth(1).unwrap();
+            rest.split(':').next().unwrap().parse().unwrap()
+        };
+        assert_eq!(line_of(&pieces) + 1, line_of(&whole), "{pieces}\n{whole}");
+        let expected = text
+            .split('\n')
+            .position(|l| l.contains(line.lines().last().unwrap()))
+            .unwrap()
+            + 1;
+        assert_eq!(line_of(&pieces), expected, "{pieces}");
+    }
+}
