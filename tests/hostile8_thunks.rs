@@ -502,3 +502,79 @@ fn thunks_of_unusual_signatures_run_as_the_functions_kept_apart_x86_64() {
 fn thunks_of_unusual_signatures_run_as_the_functions_kept_apart_aarch64() {
     check_target(true);
 }
+
+/// Two rich functions (source locations, user stack maps, a `try_call` with handlers, cold
+/// blocks, constants, stack slots, a stack limit, user names): one of at most 256 instructions,
+/// whose thunk is written into its own cleared memory, and one of more, whose thunk is made
+/// anew. Each thunk is exactly the one `write_thunk` makes: nothing of the old body remains.
+fn rich_function(name: &str, filler: usize) -> String {
+    let mut t = format!(
+        "function {name}(i64 vmctx, i64) -> i64 tail {{
+    ss0 = explicit_slot 16, align = 16, key = 3
+    gv0 = vmctx
+    gv1 = load.i64 notrap aligned readonly gv0+8
+    stack_limit = gv1
+    region0 = 5 \"heap\"
+    const0 = 0x00000000000000010000000000000002
+    sig0 = (i64 vmctx, i64) -> i64 tail
+    fn0 = u3:7 sig0
+    fn1 = %thrower(i64 vmctx, i64) -> i64 tail
+block0(v0: i64, v1: i64):
+@0010    v2 = call fn0(v0, v1), stack_map=[i64 @ ss0+0]
+@0011    v3 = vconst.i64x2 const0
+"
+    );
+    let mut acc = "v2".to_string();
+    for k in 0..filler {
+        writeln!(t, "@{:04x}    v{} = iadd {acc}, v1", 0x100 + k, 100 + k).unwrap();
+        acc = format!("v{}", 100 + k);
+    }
+    writeln!(
+        t,
+        "@0020    store notrap aligned region0 {acc}, v0+16
+@0021    try_call fn1(v0, {acc}), sig0, block1(ret0), [ tag1: block2(exn0), default: block2(exn1) ]
+block1(v4: i64):
+    return v4
+block2(v5: i64) cold:
+    v6 = extractlane v3, 1
+    v7 = iadd v5, v6
+    return v7
+}}"
+    )
+    .unwrap();
+    t
+}
+
+#[test]
+fn a_thunk_written_in_place_is_the_one_written_anew() {
+    use clif_merge::merge::thunk::write_thunk;
+    use clif_merge::{ClifModule, FuncName, Mode, SymbolLinkage, merge_module};
+    for filler in [0, 200, 300] {
+        let text = format!(
+            "{}\n{}",
+            rich_function("%kept", filler),
+            rich_function("%gone", filler)
+        );
+        let mut module = ClifModule::new();
+        let mut ids = Vec::new();
+        for func in cranelift_reader::parse_functions(&text).unwrap() {
+            ids.push(module.define(func, SymbolLinkage::Export, None).unwrap());
+        }
+        let (report, _) = merge_module(&mut module, Mode::Thunks);
+        assert_eq!(report.merged, 1, "filler {filler}");
+        // The kept function is the one of the smallest name, %gone.
+        let kept = report.kept_for(ids[0]).expect("%kept is replaced").clone();
+        let thunk = &module.function(ids[0]).func;
+        let gone = FuncName::of_function(thunk);
+        let fresh = write_thunk(&gone, &thunk.signature, &kept);
+        assert_eq!(
+            thunk.display().to_string(),
+            fresh.display().to_string(),
+            "filler {filler}"
+        );
+        assert_eq!(
+            **thunk, fresh,
+            "filler {filler}: the same tables, not only the same text"
+        );
+    }
+}
