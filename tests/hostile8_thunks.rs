@@ -8,7 +8,8 @@
 //! also `windows_fastcall`) callees; a caller that calls a merged function and takes its address
 //! through one declaration; a declaration shared by two calls, one in a function that is itself
 //! merged away. Each mode (`safe`, `aliases`, `thunks`) and linkage (`export`, `hidden`) writes
-//! an object that a C driver is linked with (bfd, gold, lld) and run, x86_64 natively and
+//! an object that a C driver is linked with (bfd, gold, lld; the driver first, and the object
+//! first with `--gc-sections`) and run, x86_64 natively and
 //! aarch64 under qemu: it prints what the program built from the same module with every
 //! function kept apart prints. The merged module's CLIF (`--emit-clif`) is read again and its
 //! object prints the same.
@@ -454,12 +455,16 @@ fn check_target(aarch64: bool) {
                 &name,
                 &["--mode", mode, "--default-linkage", linkage],
             );
-            for linker in &linkers {
-                let exe = dir.join(format!("{name}_{linker}"));
-                match link_and_run(&tc, &exe, &[&driver_o, &o], linker, false) {
+            for (linker, order) in linkers.iter().flat_map(|l| [(l, 0), (l, 1)]) {
+                let exe = dir.join(format!("{name}_{linker}_{order}"));
+                let objects: [&Path; 2] = match order {
+                    0 => [&driver_o, &o],
+                    _ => [&o, &driver_o],
+                };
+                match link_and_run(&tc, &exe, &objects, linker, order == 1) {
                     Ok(out) if out == expected => {}
                     Ok(out) => failures.push(format!(
-                        "{} {mode} {linkage} {linker}: prints\n{out}instead of\n{expected}",
+                        "{} {mode} {linkage} {linker} order {order}: prints\n{out}instead of\n{expected}",
                         tc.triple
                     )),
                     Err(e) => {
