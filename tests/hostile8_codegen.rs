@@ -578,6 +578,9 @@ fn check_function(
             tally.info_compared += 1;
             if all_same {
                 tally.info_same_code_not_merged += 1;
+                if std::env::var_os("HB8_SHOW").is_some() {
+                    eprintln!("same code, not merged: {}: {what}", func.name);
+                }
             }
         }
     }
