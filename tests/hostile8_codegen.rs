@@ -546,7 +546,7 @@ fn check_function(
             if std::env::var_os("HB8_SHOW").is_some() {
                 eprintln!("merged: {}: {what}", func.name);
             }
-        } else if tally.info_compared >= 400 || tally.variants % 7 != 0 {
+        } else if tally.info_compared >= 400 || !tally.variants.is_multiple_of(7) {
             continue;
         }
         let mut all_same = true;
@@ -649,7 +649,7 @@ fn merged_corpus_variants_compile_to_the_same_code() {
         .collect();
     let isas = isas();
     let mut tally = Tally::default();
-    let mut small = 0;
+    let mut small = 0usize;
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(text.len());
         let piece = &text[start..end];
@@ -657,7 +657,7 @@ fn merged_corpus_variants_compile_to_the_same_code() {
             continue;
         }
         small += 1;
-        if small % 10 != 0 {
+        if !small.is_multiple_of(10) {
             continue;
         }
         if let Some(func) = parse_one(piece) {

@@ -84,7 +84,7 @@ function %sext_{s}(i8 sext, i16 sext) -> i16 sext system_v {{\n{{apart}}\nblock0
     v401 = iadd {acc}, v400
     return v401\n}}\n",
             i64s(10),
-            vec!["f64"; 10].join(", "),
+            ["f64"; 10].join(", "),
             params("i64", 10),
             fparams.join(", ")
         )
@@ -365,9 +365,9 @@ long call_tail_{s}(long);
         )
         .unwrap();
         if x86_64 {
-            write!(
+            writeln!(
                 d,
-                "  {{ struct t3 a = {{ 1, 20, 300 }}; printf(\"sarg_{s} %ld\\n\", sarg_{s}(a, 7)); }}\n"
+                "  {{ struct t3 a = {{ 1, 20, 300 }}; printf(\"sarg_{s} %ld\\n\", sarg_{s}(a, 7)); }}"
             )
             .unwrap();
         }
