@@ -13,6 +13,11 @@
 //! traps, call sites, patchable call sites, user stack maps and frame layout.
 //!
 //! The reverse (same code, not merged) is counted for information only.
+//!
+//! A module-level variant puts each run-test file and a renamed copy of it, one function of
+//! the copy changed, into one module: the functions that call the changed one are compared
+//! through classes, and a pair merged among them compiles to the same code with every call
+//! target replaced by its class's kept name.
 
 use clif_merge::{ClifModule, Mode, SymbolLinkage, merge_module};
 use cranelift_codegen::control::ControlPlane;
@@ -853,4 +858,183 @@ fn merged_variants_of_rich_seeds_compile_to_the_same_code() {
         SEEDS.len(),
         "every seed compiles somewhere"
     );
+}
+
+/// `text` with every `%name` of `names` renamed `%name_hb8v`.
+fn renamed(text: &str, names: &BTreeSet<String>) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut rest = text;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..end]);
+        if names.contains(&rest[..end]) {
+            out.push_str("_hb8v");
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `func`'s code with every name it refers to replaced by its class's kept name.
+fn code_by_class(
+    func: &Function,
+    isa: &dyn isa::TargetIsa,
+    class_of: &std::collections::BTreeMap<String, String>,
+) -> Result<String, String> {
+    let code = machine_code(func, isa)?;
+    Ok(code
+        .lines()
+        .map(|line| match line.strip_prefix("reloc ") {
+            Some(rest) => {
+                let mut words: Vec<String> = rest.split(' ').map(str::to_string).collect();
+                if let Some(kept) = words.get(2).and_then(|n| class_of.get(n)) {
+                    words[2] = kept.clone();
+                }
+                format!("reloc {}\n", words.join(" "))
+            }
+            None => format!("{line}\n"),
+        })
+        .collect())
+}
+
+/// Each run-test file as one module with a renamed copy of itself, one function of the copy
+/// changed in one field: the merge pairs every function with its copy except those that can
+/// reach the change through calls; every pair it does merge among those compiles to the same
+/// code, calls compared by the class of their callee (x86_64 and aarch64).
+#[test]
+fn merged_callers_of_a_changed_callee_compile_to_the_same_code() {
+    let Some(shared) = shared() else { return };
+    let isas = isas();
+    let dir = shared.join("runtests");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "clif"))
+        .collect();
+    files.sort();
+    let (mut modules, mut compared, mut failures) = (0, 0, Vec::new());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Ok(test) = cranelift_reader::parse_test(&text, Default::default()) else {
+            continue;
+        };
+        let funcs: Vec<Function> = test.functions.into_iter().map(|(f, _)| f).collect();
+        let name_of: Vec<Option<String>> = funcs
+            .iter()
+            .map(|f| match &f.name {
+                UserFuncName::Testcase(t) => {
+                    Some(t.to_string().trim_start_matches('%').to_string())
+                }
+                UserFuncName::User(_) => None,
+            })
+            .collect();
+        let names: BTreeSet<String> = name_of.iter().flatten().cloned().collect();
+        // Only files whose functions call one another.
+        if funcs.len() < 2 || names.len() != funcs.len() {
+            continue;
+        }
+        let texts: Vec<String> = funcs.iter().map(|f| f.display().to_string()).collect();
+        let calls_into = |t: &str, set: &BTreeSet<String>| {
+            set.iter()
+                .any(|n| t.contains(&format!("%{n}(")) || t.contains(&format!("%{n} ")))
+        };
+        if !texts.iter().any(|t| calls_into(t, &names)) {
+            continue;
+        }
+        for (m, changed) in texts.iter().enumerate() {
+            let all = variants(changed);
+            for (what, variant) in spread(&all, 3) {
+                let copies: Vec<String> = texts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| renamed(if i == m { &variant } else { t }, &names))
+                    .collect();
+                let Some(originals) = texts
+                    .iter()
+                    .map(|t| parse_one(t))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                let Some(copied) = copies
+                    .iter()
+                    .map(|t| parse_one(t))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                let mut module = ClifModule::new();
+                for f in originals.iter().chain(&copied) {
+                    module
+                        .define(f.clone(), SymbolLinkage::Export, None)
+                        .unwrap();
+                }
+                modules += 1;
+                let (report, _) = merge_module(&mut module, Mode::Thunks);
+                let mut class_of = std::collections::BTreeMap::new();
+                for class in &report.classes {
+                    for r in &class.replaced {
+                        class_of.insert(r.name.to_string(), class.kept.to_string());
+                    }
+                }
+                let class = |n: &str| class_of.get(n).cloned().unwrap_or(n.to_string());
+                // The functions that can reach the change: the changed one and its callers.
+                let mut reach: BTreeSet<String> = name_of[m].iter().cloned().collect();
+                loop {
+                    let before = reach.len();
+                    for (i, t) in texts.iter().enumerate() {
+                        if calls_into(t, &reach) {
+                            reach.extend(name_of[i].iter().cloned());
+                        }
+                    }
+                    if reach.len() == before {
+                        break;
+                    }
+                }
+                for (i, (a, b)) in originals.iter().zip(&copied).enumerate() {
+                    let (an, bn) = (format!("{}", a.name), format!("{}", b.name));
+                    let a_name = an.trim_start_matches('%');
+                    if !reach.contains(a_name) || class(&an) != class(&bn) {
+                        continue;
+                    }
+                    for isa in &isas {
+                        if cranelift_codegen::verify_function(b, &**isa).is_err() {
+                            continue;
+                        }
+                        let (ca, cb) = (
+                            code_by_class(a, &**isa, &class_of),
+                            code_by_class(b, &**isa, &class_of),
+                        );
+                        if ca.is_err() {
+                            continue;
+                        }
+                        compared += 1;
+                        if ca != cb {
+                            failures.push(format!(
+                                "{}: {an} and {bn} merged (function {m} changed, {what}), but their code differs on {}:\n{}\n{:?}\n{:?}",
+                                file.display(),
+                                isa.triple(),
+                                copies[i],
+                                ca,
+                                cb
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("modules {modules}, merged pairs reaching the change compiled {compared}");
+    assert!(
+        failures.is_empty(),
+        "{} failures; the first:\n{}",
+        failures.len(),
+        failures[0]
+    );
+    assert!(modules > 300, "{modules} modules");
 }
