@@ -9,7 +9,7 @@
 //! order of two declarations, an unused declaration, operands, entity references). The
 //! original and each variant that parses and verifies go into one module and are merged; when
 //! the merge puts them in one class, both are compiled (x86_64 and aarch64, `opt_level=speed`)
-//! and their code must be the same: bytes, relocations (offset, kind, target name, addend),
+//! and their code must be the same (x86_64 also at `opt_level=none`): bytes, relocations (offset, kind, target name, addend),
 //! traps, call sites, patchable call sites, user stack maps and frame layout.
 //!
 //! The reverse (same code, not merged) is counted for information only.
@@ -44,9 +44,9 @@ thread_local! {
     static COMPILING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn isa_for(triple: &str) -> OwnedTargetIsa {
+fn isa_for(triple: &str, opt_level: &str) -> OwnedTargetIsa {
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").unwrap();
+    flags.set("opt_level", opt_level).unwrap();
     flags.enable("enable_llvm_abi_extensions").unwrap();
     flags.set("tls_model", "elf_gd").unwrap();
     let mut builder = isa::lookup(target_lexicon::Triple::from_str(triple).unwrap()).unwrap();
@@ -76,8 +76,10 @@ fn isas() -> Vec<OwnedTargetIsa> {
         }));
     });
     vec![
-        isa_for("x86_64-unknown-linux-gnu"),
-        isa_for("aarch64-unknown-linux-gnu"),
+        isa_for("x86_64-unknown-linux-gnu", "speed"),
+        isa_for("aarch64-unknown-linux-gnu", "speed"),
+        // Without the mid-end, on one target (the time of the test).
+        isa_for("x86_64-unknown-linux-gnu", "none"),
     ]
 }
 
@@ -473,6 +475,52 @@ fn variants(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Variants of `text` whose blocks are in another layout order (the entry stays first): two
+/// neighbours swapped, or all after the entry reversed.
+fn layout_variants(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    // Blocks in another layout order (the entry stays first).
+    let is_header = |l: &str| {
+        let t = l.trim();
+        t.starts_with("block") && t.ends_with(':')
+    };
+    let headers: Vec<usize> = (0..lines.len()).filter(|&i| is_header(lines[i])).collect();
+    let close = lines
+        .iter()
+        .rposition(|l| l.trim() == "}")
+        .unwrap_or(lines.len());
+    let block_of =
+        |k: usize| -> (usize, usize) { (headers[k], headers.get(k + 1).copied().unwrap_or(close)) };
+    let with_blocks = |order: &[usize]| -> String {
+        let mut l: Vec<&str> = lines[..headers[0]].to_vec();
+        for &k in order {
+            let (from, to) = block_of(k);
+            l.extend_from_slice(&lines[from..to]);
+        }
+        l.extend_from_slice(&lines[close..]);
+        l.join("\n") + "\n"
+    };
+    if headers.len() >= 3 {
+        for k in 1..headers.len() - 1 {
+            let mut order: Vec<usize> = (0..headers.len()).collect();
+            order.swap(k, k + 1);
+            out.push((
+                format!("blocks {k} and {} swapped in the layout", k + 1),
+                with_blocks(&order),
+            ));
+        }
+        let mut order: Vec<usize> = (0..headers.len()).collect();
+        order[1..].reverse();
+        out.push((
+            "blocks after the entry in reverse layout order".into(),
+            with_blocks(&order),
+        ));
+    }
+    out.retain(|(_, t)| t != text);
+    out
+}
+
 /// At most `n` of `items`, spread evenly.
 fn spread<T: Clone>(items: &[T], n: usize) -> Vec<T> {
     if items.len() <= n {
@@ -524,6 +572,17 @@ fn check_function(
     per_function: usize,
     tally: &mut Tally,
 ) {
+    check_function_with(func, isas, per_function, tally, variants)
+}
+
+/// [`check_function`] with the variants `make` gives.
+fn check_function_with(
+    func: &Function,
+    isas: &[OwnedTargetIsa],
+    per_function: usize,
+    tally: &mut Tally,
+    make: fn(&str) -> Vec<(String, String)>,
+) {
     let text = func.display().to_string();
     let Some(original) = parse_one(&text) else {
         return;
@@ -539,7 +598,7 @@ fn check_function(
         return;
     }
     tally.functions += 1;
-    let all = variants(&text);
+    let all = make(&text);
     for (what, variant_text) in spread(&all, per_function) {
         let Some(variant) = parse_one(&variant_text) else {
             continue;
@@ -567,9 +626,10 @@ fn check_function(
             all_same &= same;
             if is_merged && !same {
                 tally.failures.push(format!(
-                    "{}: {what}: merged, but the code differs on {}\n--- original ---\n{text}--- variant ---\n{variant_text}--- original code ---\n{code}--- variant code ---\n{}",
+                    "{}: {what}: merged, but the code differs on {} (opt_level {})\n--- original ---\n{text}--- variant ---\n{variant_text}--- original code ---\n{code}--- variant code ---\n{}",
                     func.name,
                     isa.triple(),
+                    isa.flags().opt_level(),
                     match &other {
                         Ok(c) => c.clone(),
                         Err(e) => format!("does not compile: {e}"),
@@ -677,7 +737,7 @@ fn merged_corpus_variants_compile_to_the_same_code() {
 /// is reported.
 #[test]
 fn the_oracle_sees_a_changed_immediate() {
-    let isa = isa_for("x86_64-unknown-linux-gnu");
+    let isa = isa_for("x86_64-unknown-linux-gnu", "speed");
     let a = parse_one("function %f(i32) -> i32 {\nblock0(v0: i32):\n  v1 = iconst.i32 7\n  v2 = iadd v0, v1\n  return v2\n}\n").unwrap();
     let b = parse_one("function %f(i32) -> i32 {\nblock0(v0: i32):\n  v1 = iconst.i32 8\n  v2 = iadd v0, v1\n  return v2\n}\n").unwrap();
     assert!(!merged(&a, &b));
@@ -1037,4 +1097,73 @@ fn merged_callers_of_a_changed_callee_compile_to_the_same_code() {
         failures[0]
     );
     assert!(modules > 300, "{modules} modules");
+}
+
+/// A loop whose two blocks are swapped in the layout: the same function, the same fingerprint
+/// (the walk follows the control flow), merged, but Cranelift numbers its virtual registers in
+/// layout order and the register allocator then picks other registers: x86_64 loads into r8
+/// instead of r10, aarch64 uses x6/x7 instead of x5/x10. Same behaviour, other machine code —
+/// against the comparator's table ("block layout order: same code") and
+/// `tests/entity_layout.rs`'s `BlockLayout` case, which a two-block swap there does not
+/// disturb.
+const LOOP: &str = "function %f(i64, i32, i32) -> i32 {
+block0(v0: i64, v1: i32, v2: i32):
+    jump block1(v1, v2)
+block1(v3: i32, v4: i32):
+    v5 = uextend.i64 v3
+    v6 = iadd v0, v5
+    v7 = load.i32 v6
+    jump block2(v7)
+block2(v8: i32):
+    v9 = uextend.i64 v8
+    v10 = iadd v0, v9
+    v11 = load.i32 v10
+    brif v11, block2(v11), block3
+block3:
+    brif v4, block1(v7, v3), block4
+block4:
+    return v3
+}
+";
+
+#[test]
+#[ignore = "defect: functions that differ only in block layout order are merged but compile to other registers (x86_64 and aarch64)"]
+fn functions_differing_in_block_layout_compile_alike_when_merged() {
+    let original = parse_one(LOOP).unwrap();
+    let swapped_text = layout_variants(LOOP)
+        .into_iter()
+        .find(|(what, _)| what.starts_with("blocks 1 and 2"))
+        .unwrap()
+        .1;
+    assert!(swapped_text.find("block2(v8").unwrap() < swapped_text.find("block1(v3").unwrap());
+    let swapped = parse_one(&swapped_text).unwrap();
+    assert!(merged(&original, &swapped));
+    for triple in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+        let isa = isa_for(triple, "speed");
+        assert_eq!(
+            machine_code(&original, &*isa),
+            machine_code(&swapped, &*isa),
+            "{triple}"
+        );
+    }
+}
+
+/// The same on real code: the corpus sample's functions with their blocks in other layout
+/// orders (u0:625 of dprint differs on aarch64).
+#[test]
+#[ignore = "defect: merged variants in another block layout order compile to other machine code"]
+fn merged_layout_variants_of_corpus_functions_compile_to_the_same_code() {
+    let Some(shared) = shared() else { return };
+    let text = std::fs::read_to_string(shared.join("corpus/dprint_markdown.clif")).unwrap();
+    let isas = isas();
+    let mut tally = Tally::default();
+    for (k, piece) in text.split("\nfunction ").enumerate().skip(1) {
+        if piece.len() > 6000 || k % 10 != 0 {
+            continue;
+        }
+        if let Some(func) = parse_one(&format!("function {piece}")) {
+            check_function_with(&func, &isas, 40, &mut tally, layout_variants);
+        }
+    }
+    report("corpus layouts", &tally);
 }
