@@ -1222,8 +1222,8 @@ fn merged_layout_variants_of_corpus_functions_compile_to_the_same_code() {
     report("corpus layouts", &tally);
 }
 
-/// Renumbering alone (values, blocks) compiles alike on the corpus sample and the run tests:
-/// the table's "value numbers: same code" holds where layout order does not.
+/// Renumbering alone (values, blocks) compiles alike on the corpus sample and every eighth run
+/// test: the table's "value numbers: same code" holds where layout order does not.
 #[test]
 fn merged_renumbered_functions_compile_to_the_same_code() {
     let Some(shared) = shared() else { return };
@@ -1246,10 +1246,10 @@ fn merged_renumbered_functions_compile_to_the_same_code() {
     }
     for func in runtest_functions(&shared.join("runtests"))
         .iter()
-        .step_by(3)
+        .step_by(8)
     {
         check_function_with(func, &isas, 2, &mut tally, renumbering);
     }
     report("renumbered", &tally);
-    assert!(tally.merged > 500, "{} merged", tally.merged);
+    assert!(tally.merged > 300, "{} merged", tally.merged);
 }
