@@ -63,7 +63,8 @@
 //! | constants (`constN`) | same code | same code | where used, by bytes |
 //! | alias regions (`regionN`) | same code | same code | where used, by user id |
 //! | jump tables, exception tables | inline in their instruction; the order of a `try_call`'s entries changes the code | cannot be unused | where used, entry by entry |
-//! | block layout order, value numbers | same code: Cranelift lowers blocks in control-flow order | — | not compared |
+//! | block layout order | the same instructions (blocks are lowered in control-flow order), but the registers can differ (`layout_loads`) | — | not compared: it has no meaning in CLIF (the entry block, which is first, is compared), so equal fingerprints run alike though their code may allocate registers otherwise |
+//! | value numbers | same code | — | not compared |
 //!
 //! An unused `symbol` global value or external function leaves the code alone but adds an
 //! undefined symbol to the object, which can make a static link pull in an archive member; that

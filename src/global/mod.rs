@@ -30,8 +30,10 @@
 //!   hashed with BLAKE3 so that not even a unit crafted for it can collide with another's body.
 //!   In an object, the body's symbol also names the build: the target and every codegen setting
 //!   ([`shared_symbol`]), so that units compiled with other settings never share a copy. Equal
-//!   symbols mean equal content and equal machine code, so whichever copy the linker keeps,
-//!   every member runs its own content.
+//!   symbols mean equal content compiled alike, so whichever copy the linker keeps, every
+//!   member runs its own content. (Two copies whose blocks are laid out in another order may
+//!   allocate registers otherwise: their instructions and behaviour are the same; see the
+//!   comparator's table in `crate::compare`.)
 //! - A function that refers to a `local` function of its unit is never shared: another unit may
 //!   hold a local function of the same name and another body, so there the name would not say
 //!   what is called.
