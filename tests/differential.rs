@@ -1566,6 +1566,10 @@ struct MutationTally {
     indistinct: BTreeMap<String, usize>,
     /// Of the uncaught, those no run of which ended on both sides (a loop made endless, ...).
     never_ended: BTreeMap<String, usize>,
+    /// Mutants left out as proven equivalent (`tests/common/equivalence.rs`).
+    proven: usize,
+    /// Of those, the ones 256 argument tuples tell apart: a wrong proof.
+    refuted: usize,
 }
 
 impl MutationTally {
@@ -1643,9 +1647,22 @@ fn tally_with(
                 .iter()
                 .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
         };
-        let Some((kind, mutant)) =
-            common::live::corrupt_live(func, &as_run, &params, ch, &mut reached)
-        else {
+        // A mutant proven equivalent must not be told apart by the runs.
+        let (mut proven, mut refuted) = (0, 0);
+        let mut check_proof = |mutant: &Function| {
+            proven += 1;
+            let mut corrupted = merged.clone();
+            *corrupted.function_mut(id).func = mutant.clone();
+            if !verify_merge(original, &corrupted, report, &thorough).is_ok() {
+                refuted += 1;
+                eprintln!("refuted proof of equivalence:\n{func}\n---\n{mutant}");
+            }
+        };
+        let corrupt =
+            common::live::corrupt_live(func, &as_run, &params, ch, &mut reached, &mut check_proof);
+        tally.proven += proven;
+        tally.refuted += refuted;
+        let Some((kind, mutant)) = corrupt else {
             continue;
         };
         let mut corrupted = merged.clone();
@@ -1701,12 +1718,15 @@ fn mutation_check(n: usize) -> (MutationTally, usize, usize, usize) {
     eprintln!(
         "mutation check: {caught} of {applied} corrupted bodies whose original ran to the end \
          reported ({:.1} %); {caught} of {distinct} that 256 more argument tuples tell apart \
-         ({:.1} %); missed: {:?}; told apart by no tuple: {:?}; no run ended: {:?}",
+         ({:.1} %); missed: {:?}; told apart by no tuple: {:?}; no run ended: {:?}; left out as \
+         proven equivalent: {} (told apart by runs: {})",
         100.0 * caught as f64 / applied.max(1) as f64,
         100.0 * caught as f64 / distinct.max(1) as f64,
         tally.missed,
         tally.indistinct,
-        tally.never_ended
+        tally.never_ended,
+        tally.proven,
+        tally.refuted
     );
     (tally, applied, caught, distinct)
 }
@@ -2041,7 +2061,11 @@ const REPORTED_OF_ALL: usize = 88;
 #[test]
 fn mutated_merged_bodies_are_reported() {
     let n = cases(6);
-    let (_, applied, caught, distinct) = mutation_check(n);
+    let (tally, applied, caught, distinct) = mutation_check(n);
+    assert_eq!(
+        tally.refuted, 0,
+        "a proof of equivalence is refuted by runs"
+    );
     assert!(applied >= n, "only {applied} corruptions applied");
     assert!(
         caught * 100 >= applied * REPORTED_OF_ALL,
@@ -2059,7 +2083,11 @@ fn mutated_merged_bodies_are_reported() {
 #[ignore]
 fn mutated_merged_bodies_many_are_reported() {
     let n = cases(96);
-    let (_, applied, caught, distinct) = mutation_check(n);
+    let (tally, applied, caught, distinct) = mutation_check(n);
+    assert_eq!(
+        tally.refuted, 0,
+        "a proof of equivalence is refuted by runs"
+    );
     assert!(
         caught * 100 >= applied * REPORTED_OF_ALL,
         "only {caught} of {applied} caught"
