@@ -121,8 +121,8 @@ const STEPS: usize = 200_000;
 const FORKS: usize = 256;
 const FRAMES: usize = 200;
 const NESTING: usize = 64;
-/// The most parameter bits a proof splits over (16 cases).
-const SPLIT_BITS: u32 = 4;
+/// The most cases a proof splits into.
+const CASES: usize = 64;
 
 struct Run<'a, 't> {
     module: &'a ClifModule,
@@ -619,6 +619,20 @@ impl<'a> Run<'a, '_> {
                     let operands = vec![args[1].term, args[0].term];
                     self.event_at(&mut st, events, kind, operands, &[], results)?;
                 }
+                _ if matches!(op, Opcode::FcvtToUint | Opcode::FcvtToSint)
+                    && args[0].constant().is_some()
+                    && dfg.value_type(results[0]).bits() <= 64 =>
+                {
+                    let ty = dfg.value_type(results[0]);
+                    match convert(op, &args[0], ty) {
+                        Ok(c) => {
+                            let k = self.constant(ty, c);
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                        }
+                        Err(trap) => return Some(Tree::Trap(trap)),
+                    }
+                }
                 _ => {
                     if std::env::var_os("EQUIV_DEBUG").is_some() {
                         eprintln!("equivalence: not modelled: {}", dfg.display_inst(inst));
@@ -800,6 +814,30 @@ impl<'a> Run<'a, '_> {
     }
 }
 
+/// `fcvt_to_uint` or `fcvt_to_sint` of the constant float `x` to `ty`: its value, or the trap
+/// (named by the conversion and the reason, not by a code the interpreter may use, so that it
+/// equals only the same trap of a conversion).
+fn convert(op: Opcode, x: &Known, ty: Type) -> Result<u128, String> {
+    let c = x.constant().unwrap_or(0);
+    let v = match x.ty.bits() {
+        32 => f64::from(f32::from_bits(c as u32)),
+        _ => f64::from_bits(c as u64),
+    };
+    if v.is_nan() {
+        return Err(format!("{op} of NaN"));
+    }
+    let t = v.trunc();
+    let bits = ty.bits() as i32;
+    let (low, high) = match op {
+        Opcode::FcvtToUint => (0.0, 2f64.powi(bits)),
+        _ => (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1)),
+    };
+    if t < low || t >= high {
+        return Err(format!("{op} out of range"));
+    }
+    Ok((t as i128) as u128 & full_mask(ty))
+}
+
 /// The types of the results of a call `inst`, by its signature (a tail call's too).
 fn call_result_types(func: &Function, inst: Inst) -> Vec<Type> {
     let sig = match func.dfg.insts[inst] {
@@ -858,9 +896,78 @@ fn constant_of(func: &Function, v: Value) -> Option<u128> {
     }
 }
 
+/// What a case of the split knows of one parameter.
+#[derive(Clone)]
+enum ParamCase {
+    Free,
+    /// These bits (mask, values).
+    Bits(u128, u128),
+    /// It is the address of this function.
+    Address(FuncName),
+}
+
+/// The cases of the split, each a case per parameter: an integer parameter by the bits of the
+/// module's small masks, a parameter that only ever holds the address of one of a few functions
+/// (`targets`) by that function; at most [`CASES`] cases, the parameters first in order first.
+fn cases(
+    func: &Function,
+    module: &ClifModule,
+    targets: &dyn Fn(usize) -> Option<Vec<FuncName>>,
+) -> Vec<Vec<ParamCase>> {
+    let entry = func.layout.entry_block().expect("an entry block");
+    let mask = split_mask(module);
+    let mut cases = vec![Vec::new()];
+    for (i, &p) in func.dfg.block_params(entry).iter().enumerate() {
+        let ty = func.dfg.value_type(p);
+        let m = mask & full_mask(ty);
+        let options: Vec<ParamCase> = if let Some(names) = targets(i) {
+            names.into_iter().map(ParamCase::Address).collect()
+        } else if ty.is_int() && m != 0 {
+            (0..1u128 << m.count_ones())
+                .map(|n| ParamCase::Bits(m, spread(n, m)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if options.is_empty() || cases.len() * options.len() > CASES {
+            cases.iter_mut().for_each(|c| c.push(ParamCase::Free));
+            continue;
+        }
+        cases = cases
+            .into_iter()
+            .flat_map(|c| {
+                options.iter().map(move |o| {
+                    let mut c = c.clone();
+                    c.push(o.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    cases
+}
+
+/// The bits of `n`, from the lowest, placed at the bits of `mask`, from the lowest.
+fn spread(mut n: u128, mask: u128) -> u128 {
+    let mut value = 0;
+    for b in 0..128 {
+        if mask >> b & 1 == 1 {
+            value |= (n & 1) << b;
+            n >>= 1;
+        }
+    }
+    value
+}
+
 /// Whether `mutant` of the function `func` of `module` (as the check runs it) does what `func`
 /// does on every input (see the module docs): proven by equal trees in every case of the split.
-pub fn proven_equivalent(func: &Function, mutant: &Function, module: &ClifModule) -> bool {
+/// `targets` gives the functions whose address a parameter may only ever hold, when it is so.
+pub fn proven_equivalent(
+    func: &Function,
+    mutant: &Function,
+    module: &ClifModule,
+    targets: &dyn Fn(usize) -> Option<Vec<FuncName>>,
+) -> bool {
     let name = FuncName::of_function(func);
     if module.resolve(&name).is_none() || func.signature != mutant.signature {
         return false;
@@ -869,31 +976,8 @@ pub fn proven_equivalent(func: &Function, mutant: &Function, module: &ClifModule
         return false;
     };
     let params = func.dfg.block_params(entry);
-    // The split: each integer parameter by the module's small masks, while bits remain.
-    let mask = split_mask(module);
-    let mut split: Vec<(usize, u128)> = Vec::new();
-    let mut bits = 0;
-    for (i, &p) in params.iter().enumerate() {
-        let m = mask & full_mask(func.dfg.value_type(p));
-        if func.dfg.value_type(p).is_int() && m != 0 && bits + m.count_ones() <= SPLIT_BITS {
-            bits += m.count_ones();
-            split.push((i, m));
-        }
-    }
     let mut terms = Terms::default();
-    (0..1u32 << bits).all(|case| {
-        let mut rest = case;
-        let mut known = vec![(0u128, 0u128); params.len()];
-        for &(i, m) in &split {
-            let mut value = 0;
-            for b in 0..128 {
-                if m >> b & 1 == 1 {
-                    value |= u128::from(rest & 1) << b;
-                    rest >>= 1;
-                }
-            }
-            known[i] = (m, value);
-        }
+    cases(func, module, targets).into_iter().all(|case| {
         let tree = |body: &Function, terms: &mut Terms| {
             let mut run = Run {
                 module,
@@ -906,11 +990,22 @@ pub fn proven_equivalent(func: &Function, mutant: &Function, module: &ClifModule
             };
             let args: Vec<Known> = params
                 .iter()
+                .zip(&case)
                 .enumerate()
-                .map(|(i, &p)| {
-                    let mut k = run.unknown(Node::Param(i), func.dfg.value_type(p));
-                    (k.known, k.bits) = known[i];
-                    k
+                .map(|(i, (&p, known))| {
+                    let ty = func.dfg.value_type(p);
+                    match known {
+                        ParamCase::Free => run.unknown(Node::Param(i), ty),
+                        &ParamCase::Bits(mask, bits) => Known {
+                            known: mask,
+                            bits,
+                            ..run.unknown(Node::Param(i), ty)
+                        },
+                        ParamCase::Address(callee) => {
+                            let callee = run.function(callee).map_or(callee.clone(), |(n, _)| n);
+                            run.unknown(Node::Func(callee), ty)
+                        }
+                    }
                 })
                 .collect();
             let mut st = State {

@@ -492,7 +492,9 @@ pub fn corrupt_live(
         {
             continue;
         }
-        if proven_equivalent(func, &mutant, module) {
+        let name = FuncName::of_function(func);
+        let targets = |k: usize| params.demanded.targets_of(&name, k);
+        if proven_equivalent(func, &mutant, module, &targets) {
             proven(&mutant);
             continue;
         }
