@@ -527,7 +527,7 @@ impl<'a> Run<'a, '_> {
                     let dests = data.branch_destination(&dfg.jump_tables, &dfg.exception_tables);
                     let taken = match data {
                         InstructionData::Jump { .. } => Some(0),
-                        InstructionData::Brif { .. } => args[0].is_zero().map(|z| usize::from(z)),
+                        InstructionData::Brif { .. } => args[0].is_zero().map(usize::from),
                         _ => {
                             // The default first, then the table's entries.
                             let index = args[0].constant()?;
