@@ -118,6 +118,13 @@ impl DemandedParams {
         }
     }
 
+    /// The functions whose address parameter `k` of `name` only ever holds, when it is so (see
+    /// [`indirect_targets`]).
+    pub fn targets_of(&self, name: &FuncName, k: usize) -> Option<Vec<FuncName>> {
+        let set = self.targets.get(&(name.clone(), k))?;
+        Some(set.iter().cloned().collect())
+    }
+
     /// What argument `k` of a call to `callee` demands, when the caller looks at the results
     /// `looked_at` (a set of result indices): all of `full` for a function the module does not
     /// define.

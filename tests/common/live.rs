@@ -14,8 +14,11 @@
 //!   observe (alignment, `readonly`, `can_move`, alias regions, whether an access that does
 //!   not fault may trap) are not changed, nor the trap code of an access (it shows only when
 //!   the access faults).
+//! - Not proven equivalent: by demanded bits (`demanded.rs`) or by evaluating the function and
+//!   the mutant symbolically over the module (`equivalence.rs`).
 
 use super::demanded::{DemandedParams, change_is_undemanded, demanded_values};
+use super::equivalence::proven_equivalent;
 use super::r#gen::Choices;
 use super::mutate::{Kind, mutate_one_field, reachable_insts};
 use clif_merge::verify::{VerifyOptions, run_function};
@@ -462,12 +465,15 @@ fn locally_equivalent(func: &Function, mutant: &Function, inst: Inst) -> bool {
 /// attempts finds one. `reached` tells whether the runs of the check reach the changed
 /// instruction of a mutant with a value the change changes (see [`with_probe`]): a change no
 /// run reaches, or that computes the same on every input run, is equivalent on those inputs.
+/// A mutant proven equivalent (`equivalence.rs`) is not made; `proven` is shown it, so that a
+/// test can check the proof against runs.
 pub fn corrupt_live(
     func: &Function,
     module: &ClifModule,
     params: &LiveParams,
     ch: &mut Choices,
     reached: &mut dyn FnMut(&Function, Inst) -> bool,
+    proven: &mut dyn FnMut(&Function),
 ) -> Option<(Kind, Function)> {
     let live = live_values(func, module, params);
     let demand = demanded_values(func, module, &params.demanded);
@@ -479,12 +485,20 @@ pub fn corrupt_live(
         let Some(inst) = changed_inst(func, &mutant) else {
             continue;
         };
-        if change_is_live(func, &mutant, inst, module, params, &live)
-            && flag_change_shows(func, &mutant, inst, kind)
-            && !locally_equivalent(func, &mutant, inst)
-            && !change_is_undemanded(func, &mutant, inst, &demand)
-            && reached(&mutant, inst)
+        if !change_is_live(func, &mutant, inst, module, params, &live)
+            || !flag_change_shows(func, &mutant, inst, kind)
+            || locally_equivalent(func, &mutant, inst)
+            || change_is_undemanded(func, &mutant, inst, &demand)
         {
+            continue;
+        }
+        let name = FuncName::of_function(func);
+        let targets = |k: usize| params.demanded.targets_of(&name, k);
+        if proven_equivalent(func, &mutant, module, &targets) {
+            proven(&mutant);
+            continue;
+        }
+        if reached(&mutant, inst) {
             return Some((kind, mutant));
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod canon;
 pub mod demanded;
+pub mod equivalence;
 pub mod genmod;
 pub mod live;
 // `gen` is a reserved word in edition 2024, hence the raw identifier (the file is `gen.rs`).
