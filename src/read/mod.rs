@@ -620,8 +620,16 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
     let mut directives = Vec::new();
     // Where each `function` line starts, while the file is a plain list of functions.
     let mut starts: Option<Vec<(usize, usize)>> = Some(Vec::new());
-    let mut at = 0;
-    for (line, content) in text.split_inclusive('\n').enumerate() {
+    let (mut line, mut at) = (0, 0);
+    // The lines of `text.split_inclusive('\n')`, with the line ends found on the bytes (the
+    // `char` searcher cost twice as much).
+    while at < text.len() {
+        let rest = &text.as_bytes()[at..];
+        let len = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |i| i + 1);
+        let content = &text[at..at + len];
         if let Some(parsed) = line_directive(content) {
             directives.push((line + 1, parsed));
         }
@@ -635,7 +643,8 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
                 }
             }
         }
-        at += content.len();
+        at += len;
+        line += 1;
     }
     let pieces = starts.and_then(|starts| cut_at_functions(text, &starts));
     (directives, pieces)
@@ -858,6 +867,13 @@ pub fn scan_directives(text: &str) -> Vec<(usize, Result<Directive, String>)> {
 
 /// The directive `line` holds, if it is a directive line (the line's end may be included).
 fn line_directive(line: &str) -> Option<ParsedDirective> {
+    // Most lines are code: after ASCII blanks comes an ASCII character that is not `;`. Found
+    // on the bytes; `trim_start` decodes every character as it goes (it ran on every line of
+    // every file).
+    let first = line.bytes().find(|&b| !is_ascii_white_space(b));
+    if first.is_none_or(|b| b.is_ascii() && b != b';') {
+        return None;
+    }
     let comment = line.trim_start().strip_prefix(';')?;
     let comment = comment.trim_start_matches(';').trim();
     let mut words = comment.split_whitespace();
@@ -866,6 +882,12 @@ fn line_directive(line: &str) -> Option<ParsedDirective> {
         Some("alias:") => Some(parse_alias(words.collect())),
         _ => None,
     }
+}
+
+/// The ASCII characters that are white space to [`char::is_whitespace`] (and so to
+/// `str::trim_start`): not quite [`u8::is_ascii_whitespace`], which leaves out U+000B.
+fn is_ascii_white_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
 fn parse_name(word: &str) -> Result<FuncName, String> {
@@ -1052,6 +1074,35 @@ mod tests {
             assert_eq!(pieces.is_some(), text == plain);
         }
         assert_eq!(directives_and_pieces(&plain).0.len(), 2 * MIN_FUNCTIONS);
+    }
+
+    /// The quick test for code lines rejects exactly the lines that are no comment once
+    /// `trim_start` has stripped every white space character, ASCII or not.
+    #[test]
+    fn only_comment_lines_are_read_as_directives() {
+        let directive = "; linkage: %f local";
+        for start in [
+            "",
+            " ",
+            "\t",
+            "\x0b",
+            "\x0c",
+            "\r",
+            "\u{a0}",
+            "\u{2003} ",
+            " \u{3000}",
+            "\x1c",
+            "x",
+            "\u{e9}",
+            "\u{feff}",
+        ] {
+            let line = format!("{start}{directive}\n");
+            let is_comment = line.trim_start().starts_with(';');
+            assert_eq!(line_directive(&line).is_some(), is_comment, "{line:?}");
+        }
+        for line in ["", "\n", "   \r\n", "    v1 = iadd v0, v0\n", "}\n"] {
+            assert_eq!(line_directive(line), None, "{line:?}");
+        }
     }
 
     #[test]
