@@ -61,23 +61,22 @@ pub fn problem(text: &str) -> Option<(usize, String)> {
     let mut chains = Chains::default();
     let mut previous: [Token; 2] = [Token::Other; 2];
     let found = for_each_token(text, |line, token| {
-        if let Token::Word(word) = token {
-            match entity_reference(word) {
-                Some((prefix, n)) => {
-                    if let Some(problem) = numbers.see(line, word, n) {
-                        return ControlFlow::Break(problem);
-                    }
-                    chains.see(prefix, n as u32, previous);
+        match token {
+            Token::Entity { word, kind, n } => {
+                if let Some(problem) = numbers.see(line, word, n) {
+                    return ControlFlow::Break(problem);
                 }
-                None if is_function_keyword(word) => {
-                    numbers.end_function();
-                    if let Some(problem) = chains.end_function() {
-                        return ControlFlow::Break(problem);
-                    }
-                    chains.start_line = line;
-                }
-                None => chains.see_word(word, previous),
+                chains.see(kind, n as u32, previous);
             }
+            Token::Word(word) if is_function_keyword(word) => {
+                numbers.end_function();
+                if let Some(problem) = chains.end_function() {
+                    return ControlFlow::Break(problem);
+                }
+                chains.start_line = line;
+            }
+            Token::Word(word) => chains.see_word(word, previous),
+            Token::Arrow | Token::Equals | Token::Other => {}
         }
         previous = [previous[1], token];
         ControlFlow::Continue(())
@@ -87,13 +86,34 @@ pub fn problem(text: &str) -> Option<(usize, String)> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Token<'a> {
-    /// Letters, digits and `_`, not after a `%` (function names are not entities).
+    /// Letters, digits and `_`, not after a `%` (function names are not entities), and not an
+    /// entity reference.
     Word(&'a str),
+    /// Such a word that is an entity reference ([`entity_reference`]), read as it was scanned.
+    Entity {
+        /// The word.
+        word: &'a str,
+        /// What its prefix names, as far as chains care.
+        kind: EntityKind,
+        /// Its number.
+        n: u64,
+    },
     /// `->`
     Arrow,
     /// `=`
     Equals,
     /// Anything else that separates words.
+    Other,
+}
+
+/// The entities whose chains are counted, and the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EntityKind {
+    /// `v…`
+    Value,
+    /// `gv…`
+    GlobalValue,
+    /// Any other entity.
     Other,
 }
 
@@ -147,7 +167,7 @@ fn for_each_token<'a, B>(
                 if at > 0 && bytes[at - 1] == b'%' {
                     Token::Other
                 } else {
-                    Token::Word(&text[at..i])
+                    word_token(&text[at..i])
                 }
             }
             ByteClass::Other => match b {
@@ -192,23 +212,44 @@ fn for_each_token<'a, B>(
     None
 }
 
+/// The token a word is: an entity reference, read once here, or another word.
+#[inline]
+fn word_token(word: &str) -> Token<'_> {
+    let Some((split, n)) = entity_number(word.as_bytes()) else {
+        return Token::Word(word);
+    };
+    let kind = match &word.as_bytes()[..split] {
+        [b'v'] => EntityKind::Value,
+        [b'g', b'v'] => EntityKind::GlobalValue,
+        _ => EntityKind::Other,
+    };
+    Token::Entity { word, kind, n }
+}
+
 /// The prefix and number of an entity reference such as `ss12` (`None` for any other word).
-/// A number too large for a `u64` is `u64::MAX`. Runs on every word of a file: bytes, no
-/// string searches.
+/// A number too large for a `u64` is `u64::MAX`.
+#[cfg(test)]
 fn entity_reference(word: &str) -> Option<(&str, u64)> {
-    let split = word.bytes().position(|b| !b.is_ascii_alphabetic())?;
+    entity_number(word.as_bytes()).map(|(split, n)| (&word[..split], n))
+}
+
+/// The length of the prefix and the number of an entity reference ([`entity_reference`]).
+/// Runs on every word of a file: bytes, no string searches.
+#[inline]
+fn entity_number(word: &[u8]) -> Option<(usize, u64)> {
+    let split = word.iter().position(|b| !b.is_ascii_alphabetic())?;
     let (prefix, digits) = word.split_at(split);
-    if !is_entity_prefix(prefix.as_bytes()) {
+    if !is_entity_prefix(prefix) {
         return None;
     }
     let mut n: u64 = 0;
-    for b in digits.bytes() {
+    for &b in digits {
         if !b.is_ascii_digit() {
             return None;
         }
         n = n.saturating_mul(10).saturating_add(u64::from(b - b'0'));
     }
-    Some((prefix, n))
+    Some((split, n))
 }
 
 /// The largest entity number of each function, and their sum over the file.
@@ -264,32 +305,44 @@ struct Chains {
 
 impl Chains {
     /// An entity reference; `previous` are the two tokens before it.
-    fn see(&mut self, prefix: &str, n: u32, previous: [Token; 2]) {
-        match prefix.as_bytes() {
-            [b'v'] => {
-                if let [Token::Word(w), Token::Arrow] = previous
-                    && let Some(("v", dest)) = entity_reference(w)
+    fn see(&mut self, kind: EntityKind, n: u32, previous: [Token; 2]) {
+        match kind {
+            EntityKind::Value => {
+                if let [
+                    Token::Entity {
+                        kind: EntityKind::Value,
+                        n: dest,
+                        ..
+                    },
+                    Token::Arrow,
+                ] = previous
                 {
                     self.alias_of.insert(dest as u32, n);
                 }
                 self.value_names.push(n);
             }
-            [b'g', b'v'] => {
+            EntityKind::GlobalValue => {
                 if let Some(gv) = self.awaiting_base.take() {
                     self.base_of.insert(gv, n);
                 }
                 self.gv_names.push(n);
             }
-            _ => {}
+            EntityKind::Other => {}
         }
     }
 
     /// Any other word: `gvN = load` or `gvN = iadd_imm` gives `gvN` a base, the next global
     /// value named.
     fn see_word(&mut self, word: &str, previous: [Token; 2]) {
-        if let [Token::Word(w), Token::Equals] = previous
+        if let [
+            Token::Entity {
+                kind: EntityKind::GlobalValue,
+                n: gv,
+                ..
+            },
+            Token::Equals,
+        ] = previous
             && matches!(word, "load" | "iadd_imm")
-            && let Some(("gv", gv)) = entity_reference(w)
         {
             self.awaiting_base = Some(gv as u32);
         }
@@ -422,11 +475,10 @@ mod tests {
             let mut chains = Chains::default();
             let mut previous = [Token::Other; 2];
             for_each_token(text, |_, token| {
-                if let Token::Word(w) = token {
-                    match entity_reference(w) {
-                        Some((p, n)) => chains.see(p, n as u32, previous),
-                        None => chains.see_word(w, previous),
-                    }
+                match token {
+                    Token::Entity { kind, n, .. } => chains.see(kind, n as u32, previous),
+                    Token::Word(w) => chains.see_word(w, previous),
+                    _ => {}
                 }
                 previous = [previous[1], token];
                 ControlFlow::<()>::Continue(())
