@@ -10,7 +10,8 @@ pub struct VerifyOptions {
     pub runs: usize,
     /// Seed of the pseudo-random arguments.
     pub seed: u64,
-    /// Instructions one run may execute (on each side).
+    /// Instructions one run may execute (on each side); once a run of a function was
+    /// inconclusive, its later runs take less (see [`verify_merge`](super::verify_merge)).
     pub fuel: u64,
     /// A function's remaining runs are not done once this many of its runs were inconclusive
     /// (they are costly). After the first two, its arguments are small numbers only, which
