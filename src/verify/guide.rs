@@ -266,6 +266,10 @@ impl Search {
         self.tried.insert(key(args));
         self.covered.extend(trace.taken.iter().copied());
         for d in &trace.decisions {
+            // Nothing more is queued once the queue is full (and it only grows here).
+            if self.queue.len() >= QUEUED {
+                return;
+            }
             for side in 0..d.sides {
                 let aim = (d.func, d.inst, side);
                 if self.covered.contains(&aim) {
