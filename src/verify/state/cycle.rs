@@ -126,8 +126,7 @@ impl Machine<'_> {
             && s.frames.len() == self.frames.len();
         cheap
             && (s.frames.iter().zip(&mut self.frames).rev()).all(|((func, regs), frame)| {
-                *func == frame.function() as *const Function
-                    && same_registers(regs, frame.entries_mut())
+                std::ptr::eq(*func, frame.function()) && same_registers(regs, frame.entries_mut())
             })
             && s.stack == self.stack
             && self.memory.is(&s.memory)
