@@ -30,7 +30,7 @@ const FIRST_SNAPSHOT: u64 = 1 << 10;
 const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
 
 /// Watches one run for a state it was in before.
-pub(in crate::verify) struct CycleWatch {
+pub(crate) struct CycleWatch {
     /// The instruction count of the next snapshot.
     next: u64,
     snapshot: Option<Snapshot>,
@@ -63,7 +63,7 @@ impl CycleWatch {
     /// `returns_to` the calls in progress and `calls_not_run` calls not run so far, is in a
     /// state it was in before. Cheap unless `pc` is the kept state's instruction.
     #[inline]
-    pub(in crate::verify) fn repeats(
+    pub(crate) fn repeats(
         &mut self,
         step: u64,
         pc: Inst,
