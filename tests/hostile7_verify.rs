@@ -749,10 +749,9 @@ fn real_merges_of_functions_passing_slots_to_imports_pass() {
 }
 
 /// A vector parameter compared lane by lane with a constant vector (all lanes equal): random
-/// vectors never match every lane, and a vector `icmp` is no guided decision (its operands are
-/// no integers), so giving `%g` `%f`'s constant passes.
+/// vectors never match every lane. Fixed: a vector `icmp` is a guided decision lane by lane,
+/// and a vector argument that is one operand is made the other as a whole (`guide.rs`).
 #[test]
-#[ignore = "defect: a wrong merge of an i32x4 equality test against a constant vector passes --verify (vector compares are not guided)"]
 fn verify_reports_a_wrong_merge_of_a_vector_equality_test() {
     let body = |last: u32| {
         format!(

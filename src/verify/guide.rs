@@ -6,15 +6,20 @@
 //! `icmp`, `icmp_imm` or `fcmp` the condition is (a float as its bits), else the condition and
 //! zero; a `br_table`'s index. Every `icmp` and `fcmp` is a decision of its own too (equal or
 //! not, on its operands): a comparison's result may be returned or stored rather than branched
-//! on.
+//! on. A vector `icmp` or `fcmp` decides lane by lane (each lane equal or not), its lanes read
+//! with the widths the IR gives them (the interpreter's vectors are all `i8x16`).
 //! After the run, for each such decision with a side no run took yet, an argument of the run
 //! that *is* one of the operands (its low bits equal it, up to a small difference, as a
 //! parameter minus one or a truncated parameter is) is replaced by the other operand (and its
 //! neighbours, for ordered comparisons), the difference kept; a `br_table`'s index by the index
-//! of the side missed. Those new tuples are queued, and some of the function's runs take them
-//! instead of random ones (`check_function`). This is input-to-state correspondence, as
-//! Redqueen does it: a constant a parameter is compared with after a few steps of arithmetic,
-//! a value another function computed, reach the other side without random luck.
+//! of the side missed. A lane of a vector argument is such an argument of its own (a lane
+//! taken out and compared), and a vector argument that is a vector operand, lane by lane, is
+//! made the other operand as a whole: every lane equal at once is a side no one lane's decision
+//! records, so such a tuple runs even when another took one lane's side first. Those new tuples
+//! are queued, and some of the function's runs take them instead of random ones
+//! (`check_function`). This is input-to-state correspondence, as Redqueen does it: a constant a
+//! parameter is compared with after a few steps of arithmetic, a value another function
+//! computed, reach the other side without random luck.
 
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, Value, ValueDef};
@@ -22,7 +27,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// A side of a decision: the function (by address), the instruction, the side (0 or 1 for
-/// `brif` and traps, the entry for `br_table`, its length for the default).
+/// `brif` and traps, the entry for `br_table`, its length for the default, `2j` or `2j + 1` for
+/// lane `j` of a comparison).
 type Side = (usize, Inst, u32);
 
 /// Operand pairs kept per decision and run.
@@ -38,12 +44,53 @@ const NEAR: i128 = 8;
 struct Decision {
     func: usize,
     inst: Inst,
-    /// The sides it has (2, or a `br_table`'s entries and its default).
+    /// The sides it has (2, or a `br_table`'s entries and its default, or two per lane of a
+    /// vector comparison).
     sides: u32,
     /// Whether it is a `br_table` (its pairs are the index and nothing).
     table: bool,
-    /// The operands seen, as signed numbers, with their width in bits.
-    pairs: Vec<(i128, i128, u32)>,
+    /// The operands seen.
+    pairs: Vec<Pair>,
+}
+
+/// The two operands of a decision. A scalar is one lane: its value as a signed number (a float
+/// as its bits). A vector's lanes are packed in `a` and `b` as their bits, lane 0 lowest, each
+/// `width` bits wide.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Pair {
+    a: i128,
+    b: i128,
+    /// The width of a lane in bits.
+    width: u32,
+    lanes: u32,
+}
+
+impl Pair {
+    fn scalar(a: i128, b: i128, width: u32) -> Pair {
+        Pair {
+            a,
+            b,
+            width,
+            lanes: 1,
+        }
+    }
+
+    /// The pair with the operands swapped.
+    fn swapped(self) -> Pair {
+        Pair {
+            a: self.b,
+            b: self.a,
+            ..self
+        }
+    }
+
+    /// Lane `j` of `a` and of `b`, as signed numbers.
+    fn lane(&self, j: u32) -> (i128, i128) {
+        (
+            lane_of(self.a, self.width, j),
+            lane_of(self.b, self.width, j),
+        )
+    }
 }
 
 /// What the original side of one run recorded.
@@ -91,28 +138,45 @@ impl Trace {
                 };
                 let unsigned = (i as u128) & mask(width);
                 let side = u32::try_from(unsigned).map_or(len, |u| u.min(len));
-                (side, len + 1, true, Some((i, 0, width)))
+                (side, len + 1, true, Some(Pair::scalar(i, 0, width)))
             }
             // A comparison whose result is no branch's condition (a value returned, stored,
             // selected on) decides too: its sides are "equal" and "not equal", and the
             // neighbours an aimed tuple also tries take an ordered one's both ways.
+            // A vector comparison decides lane by lane: lane `j` is sides `2j` (equal) and
+            // `2j + 1`.
             InstructionData::IntCompare { args, .. }
             | InstructionData::FloatCompare { args, .. } => {
-                let (a, b) = (get(args[0]), get(args[1]));
-                let (Some((a, width)), Some((b, _))) = (signed(&a), signed(&b)) else {
+                let ty = func.dfg.value_type(args[0]);
+                let Some(pair) = compared(&get(args[0]), &get(args[1]), ty) else {
                     return;
                 };
-                (u32::from(a != b), 2, false, Some((a, b, width)))
+                let func_id = func as *const Function as usize;
+                for j in 0..pair.lanes {
+                    let (a, b) = pair.lane(j);
+                    self.take((func_id, inst, 2 * j + u32::from(a != b)));
+                }
+                self.keep(func_id, inst, 2 * pair.lanes, false, pair);
+                return;
             }
             _ => return,
         };
         let func_id = func as *const Function as usize;
-        if self.taken_set.insert((func_id, inst, side)) {
-            self.taken.push((func_id, inst, side));
+        self.take((func_id, inst, side));
+        if let Some(pair) = pair {
+            self.keep(func_id, inst, sides, table, pair);
         }
-        let Some(pair) = pair else {
-            return;
-        };
+    }
+
+    /// Records that the run took `side`.
+    fn take(&mut self, side: Side) {
+        if self.taken_set.insert(side) {
+            self.taken.push(side);
+        }
+    }
+
+    /// Keeps `pair` among the operands of the decision `inst` of the function `func_id`.
+    fn keep(&mut self, func_id: usize, inst: Inst, sides: u32, table: bool, pair: Pair) {
         match self.decision_at.get(&(func_id, inst)) {
             Some(&at) => {
                 let d = &mut self.decisions[at];
@@ -143,22 +207,45 @@ fn operands(
     cond: Value,
     c: DataValue,
     get: &impl Fn(Value) -> DataValue,
-) -> Option<(i128, i128, u32)> {
+) -> Option<Pair> {
     let def = func.dfg.value_def(func.dfg.resolve_aliases(cond));
-    let compared = match def {
+    let comparison = match def {
         ValueDef::Result(inst, _) => match func.dfg.insts[inst] {
             InstructionData::IntCompare { args, .. }
-            | InstructionData::FloatCompare { args, .. } => Some((get(args[0]), get(args[1]))),
+            | InstructionData::FloatCompare { args, .. } => {
+                Some((get(args[0]), get(args[1]), func.dfg.value_type(args[0])))
+            }
             _ => None,
         },
         _ => None,
     };
-    let (a, b) = compared.unwrap_or_else(|| {
+    let (a, b, ty) = comparison.unwrap_or_else(|| {
         let zero = DataValue::from_integer(0, c.ty()).unwrap_or(DataValue::I8(0));
-        (c, zero)
+        let ty = c.ty();
+        (c, zero, ty)
     });
-    let ((a, width), (b, _)) = (signed(&a)?, signed(&b)?);
-    Some((a, b, width))
+    compared(&a, &b, ty)
+}
+
+/// The operands of a comparison of values of type `ty` as a pair: scalars (integers, floats by
+/// their bits), or vectors of those lanes; None for anything else.
+fn compared(a: &DataValue, b: &DataValue, ty: Type) -> Option<Pair> {
+    if let (Some((a, width)), Some((b, _))) = (signed(a), signed(b)) {
+        return Some(Pair::scalar(a, b, width));
+    }
+    let lane = ty.lane_type();
+    if !ty.is_vector() || !(lane.is_int() || lane.is_float()) {
+        return None;
+    }
+    // The interpreter's vectors do not know their lanes (they are all `i8x16`): the IR does.
+    let (a, bits) = vector_bits(a)?;
+    let (b, _) = vector_bits(b).filter(|&(_, b_bits)| b_bits == bits)?;
+    (bits == ty.bits()).then_some(Pair {
+        a,
+        b,
+        width: lane.bits(),
+        lanes: ty.lane_count(),
+    })
 }
 
 /// The search over one function's runs: the sides taken so far, the tuples tried, the tuples
@@ -179,56 +266,77 @@ impl Search {
         self.tried.insert(key(args));
         self.covered.extend(trace.taken.iter().copied());
         for d in &trace.decisions {
+            // Nothing more is queued once the queue is full (and it only grows here).
+            if self.queue.len() >= QUEUED {
+                return;
+            }
             for side in 0..d.sides {
                 let aim = (d.func, d.inst, side);
                 if self.covered.contains(&aim) {
                     continue;
                 }
-                for &(a, b, width) in &d.pairs {
-                    let targets = if d.table {
-                        vec![(a, i128::from(side))]
+                for &pair in &d.pairs {
+                    if d.table {
+                        let index = Pair::scalar(pair.a, i128::from(side), pair.width);
+                        self.aim(aim, args, index, true);
+                    } else if pair.lanes > 1 {
+                        self.aim_lanes(args, pair);
+                        self.aim_lanes(args, pair.swapped());
                     } else {
-                        vec![(a, b), (b, a)]
-                    };
-                    for (from, to) in targets {
-                        self.aim(aim, args, from, to, width, d.table);
+                        self.aim(aim, args, pair, false);
+                        self.aim(aim, args, pair.swapped(), false);
                     }
                 }
             }
         }
     }
 
-    /// Queues `args` with each integer argument that is `from` (in its low `width` bits, up to
-    /// [`NEAR`]) made `to` (and, for a comparison, its neighbours), the difference kept. When no
-    /// argument is that near, each argument is shifted by `to - from` instead, as if the
-    /// operand were the argument plus a constant (`x + 1000`, `x + 1.0`), and a float argument
-    /// is also made `to` itself, converted (`fpromote(x) == c`).
-    fn aim(
-        &mut self,
-        aim: Side,
-        args: &[DataValue],
-        from: i128,
-        to: i128,
-        width: u32,
-        table: bool,
-    ) {
+    /// Queues `args` with each integer argument that is `pair.a` (in its low `width` bits, up
+    /// to [`NEAR`]) made `pair.b` (and, for a comparison, its neighbours), the difference kept;
+    /// a lane of a vector argument as an argument of its own. When no argument is that near,
+    /// each argument is shifted by `b - a` instead, as if the operand were the argument plus a
+    /// constant (`x + 1000`, `x + 1.0`), and a float argument is also made `b` itself,
+    /// converted (`fpromote(x) == c`).
+    fn aim(&mut self, aim: Side, args: &[DataValue], pair: Pair, table: bool) {
+        let (from, to, width) = (pair.a, pair.b, pair.width);
         let nudges: &[i128] = if table { &[0] } else { &[0, 1, -1] };
         let mut near = false;
         for (k, arg) in args.iter().enumerate() {
+            if let Some((bits, arg_bits)) = vector_bits(arg) {
+                // A lane taken out of a vector argument (`extractlane`) and compared: the
+                // argument read as lanes of the comparison's width.
+                let lane_width = width;
+                if arg_bits % lane_width != 0 {
+                    continue;
+                }
+                for j in 0..arg_bits / lane_width {
+                    let x = lane_of(bits, lane_width, j);
+                    let w = lane_width;
+                    let Some(diff) = near_by(x, from, w) else {
+                        continue;
+                    };
+                    near = true;
+                    for &nudge in nudges {
+                        let lane = with_low_bits(x, to.wrapping_add(nudge).wrapping_add(diff), w);
+                        let new = with_lane(bits, lane_width, j, lane);
+                        let value = of_bits(arg.ty(), new as u128);
+                        self.queue_with(aimed(aim, nudge), args, k, value);
+                    }
+                }
+                continue;
+            }
             let Some((x, arg_width)) = signed(arg) else {
                 continue;
             };
             let w = width.min(arg_width);
-            let m = mask(w);
-            let diff = sign_extend(((x as u128).wrapping_sub(from as u128)) & m, w);
-            if diff.abs() > NEAR {
+            let Some(diff) = near_by(x, from, w) else {
                 continue;
-            }
+            };
             near = true;
             for &nudge in nudges {
-                let low = (to.wrapping_add(nudge).wrapping_add(diff) as u128) & m;
-                let new = ((x as u128) & !m) | low;
-                self.queue_with(aim, nudge, args, k, of_bits(arg.ty(), new));
+                let new = with_low_bits(x, to.wrapping_add(nudge).wrapping_add(diff), w);
+                let value = of_bits(arg.ty(), new as u128);
+                self.queue_with(aimed(aim, nudge), args, k, value);
             }
         }
         if near || table {
@@ -236,17 +344,53 @@ impl Search {
         }
         for (k, arg) in args.iter().enumerate() {
             for (nudge, value) in shifted(arg, from, to, width) {
-                self.queue_with(aim, nudge, args, k, value);
+                self.queue_with(aimed(aim, nudge), args, k, value);
             }
         }
     }
 
-    /// Queues `args` with argument `k` made `value` (when there is one), aimed at `aim`, or
-    /// beside it for a `nudge`.
+    /// Queues `args` with each vector argument of `pair`'s shape whose every lane is the lane
+    /// of `pair.a` (up to [`NEAR`], lane by lane) made `pair.b` (and its neighbours, every lane
+    /// nudged alike), the differences kept: a vector compared as a whole with a constant
+    /// (`icmp eq v0, [1 2 3 4]`) takes the other side at once, where aiming lane by lane would
+    /// take a run per lane.
+    fn aim_lanes(&mut self, args: &[DataValue], pair: Pair) {
+        for (k, arg) in args.iter().enumerate() {
+            let (width, lanes) = (pair.width, pair.lanes);
+            let Some((bits, arg_bits)) = vector_bits(arg) else {
+                continue;
+            };
+            if arg_bits != width * lanes {
+                continue;
+            }
+            let (from, to) = (0..lanes)
+                .map(|j| pair.lane(j))
+                .unzip::<_, _, Vec<_>, Vec<_>>();
+            let diffs: Option<Vec<i128>> = (0..lanes)
+                .map(|j| near_by(lane_of(bits, width, j), from[j as usize], width))
+                .collect();
+            let Some(diffs) = diffs else {
+                continue;
+            };
+            for nudge in [0, 1, -1] {
+                let new = (0..lanes).fold(bits, |new, j| {
+                    let lane = to[j as usize]
+                        .wrapping_add(nudge)
+                        .wrapping_add(diffs[j as usize]);
+                    with_lane(new, width, j, lane)
+                });
+                // Aimed at no one side: every lane's equality at once is a side no lane's
+                // decision records, and a tuple that took one lane's side must not drop it.
+                self.queue_with(None, args, k, of_bits(arg.ty(), new as u128));
+            }
+        }
+    }
+
+    /// Queues `args` with argument `k` made `value` (when there is one), aimed at `aim` (None:
+    /// run even when another tuple took its side first).
     fn queue_with(
         &mut self,
-        aim: Side,
-        nudge: i128,
+        aim: Option<Side>,
         args: &[DataValue],
         k: usize,
         value: Option<DataValue>,
@@ -257,7 +401,7 @@ impl Search {
         let mut tuple = args.to_vec();
         tuple[k] = value;
         if self.queue.len() < QUEUED && self.tried.insert(key(&tuple)) {
-            self.queue.push_back(((nudge == 0).then_some(aim), tuple));
+            self.queue.push_back((aim, tuple));
         }
     }
 
@@ -270,6 +414,12 @@ impl Search {
         }
         None
     }
+}
+
+/// The side a tuple made with `nudge` aims at: `aim` itself, or none for a tuple beside the
+/// operand.
+fn aimed(aim: Side, nudge: i128) -> Option<Side> {
+    (nudge == 0).then_some(aim)
 }
 
 /// `arg` moved as an operand `from` would move to `to` if it were `arg` plus a constant, with
@@ -357,6 +507,40 @@ fn signed(v: &DataValue) -> Option<(i128, u32)> {
     })
 }
 
+/// A vector of at most 128 bits as its bits (lane 0 lowest), with how many bits it has.
+fn vector_bits(v: &DataValue) -> Option<(i128, u32)> {
+    let ty = v.ty();
+    if !v.is_vector() || ty.bits() > 128 {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    v.write_to_slice_le(&mut bytes[..ty.bytes() as usize]);
+    Some((i128::from_le_bytes(bytes), ty.bits()))
+}
+
+/// Lane `j` of `width`-bit lanes packed in `bits`, as a signed number.
+fn lane_of(bits: i128, width: u32, j: u32) -> i128 {
+    sign_extend((bits as u128 >> (width * j)) & mask(width), width)
+}
+
+/// `bits` with lane `j` (of `width` bits) made the low bits of `lane`.
+fn with_lane(bits: i128, width: u32, j: u32, lane: i128) -> i128 {
+    let m = mask(width) << (width * j);
+    ((bits as u128 & !m) | ((lane as u128) << (width * j) & m)) as i128
+}
+
+/// `x - from` in the low `width` bits, as a signed number, when it is at most [`NEAR`].
+fn near_by(x: i128, from: i128, width: u32) -> Option<i128> {
+    let diff = sign_extend((x as u128).wrapping_sub(from as u128) & mask(width), width);
+    (diff.abs() <= NEAR).then_some(diff)
+}
+
+/// `x` with its low `width` bits made those of `low`.
+fn with_low_bits(x: i128, low: i128, width: u32) -> i128 {
+    let m = mask(width);
+    (((x as u128) & !m) | ((low as u128) & m)) as i128
+}
+
 fn mask(width: u32) -> u128 {
     if width >= 128 {
         u128::MAX
@@ -370,8 +554,9 @@ fn sign_extend(x: u128, width: u32) -> i128 {
     ((x << unused) as i128) >> unused
 }
 
-/// The integer or float of type `ty` with these low bits.
+/// The integer, float or vector of those of type `ty` with these low bits.
 fn of_bits(ty: Type, bits: u128) -> Option<DataValue> {
+    let lane = ty.lane_type();
     super::inputs::value_of_bits(ty, bits as u64, (bits >> 64) as u64)
-        .filter(|_| ty.is_int() || ty.is_float())
+        .filter(|_| lane.is_int() || lane.is_float())
 }

@@ -8,7 +8,7 @@ use super::inputs::{mix, small_mostly};
 use rustc_hash::FxHashMap;
 
 /// The stored bytes of one aligned 8-byte word, and which of them were stored.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Word {
     bytes: [u8; 8],
     stored: u8,
@@ -26,7 +26,32 @@ pub(super) struct Memory {
     data: FxHashMap<u64, Word>,
 }
 
+/// What a run's memory holds at one point (see [`Memory::image`]).
+pub(super) struct MemoryImage {
+    seed: u64,
+    words: FxHashMap<u64, Word>,
+}
+
 impl Memory {
+    /// A copy of what the run stored and what unwritten bytes derive from; the read-only data
+    /// is the same for every run.
+    pub(super) fn image(&self) -> MemoryImage {
+        MemoryImage {
+            seed: self.seed,
+            words: self.words.clone(),
+        }
+    }
+
+    /// Whether every byte reads as it did when `image` was taken.
+    pub(super) fn is(&self, image: &MemoryImage) -> bool {
+        self.seed == image.seed && self.words == image.words
+    }
+
+    /// Bytes the stored words take, about.
+    pub(super) fn stored_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<(u64, Word)>()
+    }
+
     /// Forgets every store and derives unwritten bytes from `seed` from now on.
     pub(super) fn reset(&mut self, seed: u64) {
         self.seed = seed;

@@ -47,7 +47,12 @@
 //!   instruction (it panics or reports an error) is *unsupported*, counted by opcode in the
 //!   summary, not a mismatch — but a run unsupported on one side only is one, since both sides
 //!   run the same bodies. A function whose runs keep being inconclusive is run with small
-//!   arguments, then no more.
+//!   arguments, then no more. A run that comes back to a state it was in (every register,
+//!   memory, the stack) never ends: it is stopped there, out of fuel, as the fuel would have
+//!   stopped it (`state/cycle.rs`). Once a run of a function was inconclusive, its later runs
+//!   take four times the most instructions a run of it that ended took, at least an eighth of
+//!   the fuel (`fuel_after_inconclusive`): a later run that would have ended after more is
+//!   inconclusive instead.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
@@ -355,7 +360,8 @@ fn check_function<'a>(
     options: &VerifyOptions,
 ) {
     let func = &mf.func;
-    let mut rng = Rng::new(options.seed ^ fnv(mf.name.to_string().as_bytes()));
+    let name_hash = fnv(mf.name.to_string().as_bytes());
+    let mut rng = Rng::new(options.seed ^ name_hash);
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let steering = steering_values(func);
     let mut inconclusive = 0;
@@ -364,6 +370,8 @@ fn check_function<'a>(
     let incomplete_before = out.inconclusive + out.unsupported;
     let mut search = guide::Search::default();
     let mut guided_lost = 0;
+    // The most instructions a run of the function that ended took.
+    let mut longest = 0;
     for run in 0..options.runs {
         if inconclusive >= options.max_inconclusive.max(1) {
             out.cut_short += 1;
@@ -372,7 +380,7 @@ fn check_function<'a>(
         let small = inconclusive >= 2;
         let plain = arguments(&types, run, small, &[], &mut rng.clone());
         let steered = arguments(&types, run, small, &steering, &mut rng);
-        let memory_seed = mix(options.seed ^ fnv(mf.name.to_string().as_bytes()) ^ run as u64);
+        let memory_seed = mix(options.seed ^ name_hash ^ run as u64);
         let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
             .flatten();
@@ -381,13 +389,15 @@ fn check_function<'a>(
             Some(tuple) => (tuple, GUIDED_FUEL_SHARE),
             None => (steered, STEERED_FUEL_SHARE),
         };
-        let attempt = options.fuel / share;
+        let fuel = match inconclusive {
+            0 => options.fuel,
+            _ => fuel_after_inconclusive(options.fuel, longest),
+        };
         let (args, a, took_preferred) = run_original(
             &mut sides[0],
             func,
-            preferred,
-            plain,
-            attempt,
+            (preferred, plain),
+            ((options.fuel / share).min(fuel), fuel),
             options,
             memory_seed,
         );
@@ -404,9 +414,13 @@ fn check_function<'a>(
             inconclusive += 1;
             continue;
         }
+        longest = longest.max(sides[0].steps);
         let b = match unchanged {
             Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
-            _ => sides[1].run(target, &args, &merged_options, memory_seed),
+            _ => {
+                let fuel = merged_options.fuel;
+                sides[1].run(target, &args, &merged_options, fuel, memory_seed)
+            }
         };
         if b.outcome.is_inconclusive() && a.outcome.is_unsupported() {
             out.inconclusive += 1;
@@ -433,6 +447,24 @@ fn check_function<'a>(
     out.count_coverage(runs, incomplete, options.runs);
 }
 
+/// The fuel of each run of a function once one of its runs was inconclusive: a multiple of the
+/// most instructions a run of it that ended took, at least an eighth of the fuel, at most all
+/// of it. An inconclusive run is mostly a loop or a recursion that does not end on what memory
+/// holds (a probe loop over a hash table no slot of which is empty), and the function's later
+/// runs that reach it do not end either: each took the whole fuel, up to `max_inconclusive`
+/// times, half of the interpreter's time on real code. Its runs that end take far less (on the
+/// corpus, at most 4,756 instructions), and a run that ends after more than this is now
+/// inconclusive (never checked).
+fn fuel_after_inconclusive(fuel: u64, longest: u64) -> u64 {
+    longest
+        .saturating_mul(LONGEST_RUN_FACTOR)
+        .clamp(fuel / 8, fuel.max(1))
+}
+
+/// How many times the longest run of a function that ended a run after an inconclusive one may
+/// take.
+const LONGEST_RUN_FACTOR: u64 = 4;
+
 /// The first run that may take guided arguments (`guide.rs`): the runs before it are the edge
 /// values of every parameter.
 const GUIDED_FROM: usize = 6;
@@ -457,29 +489,24 @@ const MAX_GUIDED_LOST: usize = 2;
 
 /// The original side of a run: on the `preferred` arguments (steering values or a guided
 /// tuple) when they differ from the `plain` ones and that run ends within `attempt_fuel`,
-/// else on the `plain` ones (preferred arguments take a run where random ones do not; where
-/// that is a loop too long to check, the run is what it would have been without them). The
-/// arguments run, the run, and whether the preferred arguments were taken.
+/// else on the `plain` ones within `fuel` (preferred arguments take a run where random ones do
+/// not; where that is a loop too long to check, the run is what it would have been without
+/// them). The arguments run, the run, and whether the preferred arguments were taken.
 fn run_original<'a>(
     side: &mut Side<'a>,
     func: &'a Function,
-    preferred: Vec<DataValue>,
-    plain: Vec<DataValue>,
-    attempt_fuel: u64,
+    (preferred, plain): (Vec<DataValue>, Vec<DataValue>),
+    (attempt_fuel, fuel): (u64, u64),
     options: &VerifyOptions,
     memory_seed: u64,
 ) -> (Vec<DataValue>, Run, bool) {
     if preferred.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
-        let attempt = VerifyOptions {
-            fuel: attempt_fuel,
-            ..options.clone()
-        };
-        let run = side.run(func, &preferred, &attempt, memory_seed);
+        let run = side.run(func, &preferred, options, attempt_fuel, memory_seed);
         if !run.outcome.is_inconclusive() {
             return (preferred, run, true);
         }
     }
-    let run = side.run(func, &plain, options, memory_seed);
+    let run = side.run(func, &plain, options, fuel, memory_seed);
     (plain, run, false)
 }
 
@@ -496,7 +523,10 @@ pub fn run_function(
     let resolved = Resolved::new(module, &names, &stubs, &one_symbol(module, &[]));
     let mut side = Side::new(&resolved, &names);
     match module.resolve(name) {
-        Some(id) => side.run(&module.function(id).func, args, options, options.seed),
+        Some(id) => {
+            let func = &module.function(id).func;
+            side.run(func, args, options, options.fuel, options.seed)
+        }
         None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),
     }
 }

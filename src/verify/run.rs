@@ -6,6 +6,7 @@ use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
+use super::state::cycle::CycleWatch;
 use super::state::{Machine, raw_of};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
@@ -27,6 +28,8 @@ pub(super) struct Side<'a> {
     pub(super) unsupported_at: String,
     /// The decisions of the last run, when they are recorded (the original side).
     pub(super) trace: Option<Trace>,
+    /// The instructions the last run executed.
+    pub(super) steps: u64,
 }
 
 impl<'a> Side<'a> {
@@ -42,6 +45,7 @@ impl<'a> Side<'a> {
             at: None,
             unsupported_at: String::new(),
             trace: None,
+            steps: 0,
         }
     }
 
@@ -60,13 +64,14 @@ impl<'a> Side<'a> {
         self.state.resolved_only(&unchanged.names, &unchanged.slots)
     }
 
-    /// Runs `entry` on `args`, memory nothing stored to derived from `memory_seed`; a panic
-    /// inside the interpreter is an unsupported run.
+    /// Runs `entry` on `args` for at most `fuel` instructions, memory nothing stored to derived
+    /// from `memory_seed`; a panic inside the interpreter is an unsupported run.
     pub(super) fn run(
         &mut self,
         entry: &'a Function,
         args: &[DataValue],
         options: &VerifyOptions,
+        fuel: u64,
         memory_seed: u64,
     ) -> Run {
         let mut imports = Vec::new();
@@ -75,7 +80,8 @@ impl<'a> Side<'a> {
         if let Some(trace) = &mut self.trace {
             trace.clear();
         }
-        let result = crate::guard::catch(|| self.execute(entry, args, options, &mut imports));
+        self.steps = 0;
+        let result = crate::guard::catch(|| self.execute(entry, args, options, fuel, &mut imports));
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(panic) => Outcome::Unsupported(
@@ -104,20 +110,25 @@ impl<'a> Side<'a> {
         entry: &'a Function,
         args: &[DataValue],
         options: &VerifyOptions,
+        fuel: u64,
         imports: &mut Vec<ImportCall>,
     ) -> Outcome {
         // The call instruction each frame but the innermost returns to.
         let mut returns_to: Vec<Inst> = Vec::new();
-        let mut fuel = options.fuel;
         let mut pc = match self.enter(entry, args.to_vec(), options) {
             Ok(pc) => pc,
             Err(outcome) => return outcome,
         };
+        // A run in a state it was in before never ends: out of fuel, whatever the fuel.
+        let mut watch = CycleWatch::default();
         loop {
-            if fuel == 0 {
+            if self.steps == fuel {
                 return Outcome::OutOfFuel;
             }
-            fuel -= 1;
+            if watch.repeats(self.steps, pc, &returns_to, imports.len(), &mut self.state) {
+                return Outcome::OutOfFuel;
+            }
+            self.steps += 1;
             match self.run_inst(pc, options, &mut returns_to, imports) {
                 Ok(inst) => pc = inst,
                 Err(Outcome::Returned(values)) => {

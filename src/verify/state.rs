@@ -3,6 +3,8 @@
 //! [`Names`](super::names::Names)) and symbol addresses by name. Every store is recorded, with
 //! stack addresses written as (slot, offset) so that the two sides of a run compare.
 
+pub(super) mod cycle;
+
 use super::inputs::fnv;
 use super::memory::Memory;
 use super::names::Names;
