@@ -74,29 +74,9 @@ pub fn fold(
     code: &PrimaryMap<FunctionId, Option<MachineCode<'_>>>,
     mode: Mode,
 ) -> Vec<Fold> {
-    let foldable = |f: FunctionId| {
-        !module.function(f).linkage.is_preemptible() && code.get(f).is_some_and(Option::is_some)
-    };
-    // A function the linker may discard with its COMDAT group (`linkonce`) is defined in its
-    // group and nowhere else, and nothing else is defined there: folding it into another
-    // section, or another function into its section, would make a symbol that vanishes when
-    // the linker keeps another unit's copy of one group and not of the other.
-    let in_own_group = |f: FunctionId| module.function(f).linkage == SymbolLinkage::LinkOnce;
-    let fingerprints: PrimaryMap<FunctionId, Fingerprint> = code
-        .iter()
-        .map(|(f, c)| match c {
-            Some(c) if !in_own_group(f) => machine_code_fingerprint(c, |r, target| {
-                // A call goes to the callee's class; any other reference to a function is its
-                // address, which is identity unless merged functions share addresses.
-                let by_class = mode == Mode::Aliases || is_direct_call(r.kind);
-                by_class && foldable(target)
-            }),
-            // Not a candidate: alone in its class.
-            _ => Fingerprint::unique(),
-        })
-        .collect();
-    let hashes: PrimaryMap<FunctionId, u64> = fingerprints.values().map(hash).collect();
-    let classes = partition::refine(&fingerprints, &hashes);
+    let classes = code_classes(module, code, |r| {
+        mode == Mode::Aliases || is_direct_call(r.kind)
+    });
     let mut folds = Vec::new();
     for members in &classes.classes {
         let facts = |f| MemberFacts {
@@ -115,6 +95,59 @@ pub fn fold(
         }));
     }
     folds
+}
+
+/// For each function, the class of equal code it is in, or None where it is not compiled (a
+/// jump thunk, a removed function): functions of one class are every set the object writer
+/// could fold into one body, in any mode (it folds within these classes as the policy decides,
+/// comparing some references by identity, which only splits them further). A reference to a
+/// function compares through its target's class.
+pub type CodeClasses = PrimaryMap<FunctionId, Option<u32>>;
+
+/// The [`CodeClasses`] of `code`: a judge of what a merge saves counts as free the code that
+/// folding would remove anyway.
+pub fn equal_code_classes(
+    module: &ClifModule,
+    code: &PrimaryMap<FunctionId, Option<MachineCode<'_>>>,
+) -> CodeClasses {
+    let mut classes: CodeClasses = code.keys().map(|f| code[f].map(|_| f.as_u32())).collect();
+    // A class of two or more is named by its first member; any other function by itself.
+    for members in code_classes(module, code, |_| true).classes {
+        let first = members[0].as_u32();
+        for f in members {
+            classes[f] = Some(first);
+        }
+    }
+    classes
+}
+
+/// The partition of the functions of `code` by equal code: a reference to a foldable function
+/// for which `by_class` holds compares by the target's class, any other by identity.
+fn code_classes(
+    module: &ClifModule,
+    code: &PrimaryMap<FunctionId, Option<MachineCode<'_>>>,
+    by_class: impl Fn(&MachineReloc) -> bool,
+) -> partition::Classes {
+    let foldable = |f: FunctionId| {
+        !module.function(f).linkage.is_preemptible() && code.get(f).is_some_and(Option::is_some)
+    };
+    // A function the linker may discard with its COMDAT group (`linkonce`) is defined in its
+    // group and nowhere else, and nothing else is defined there: folding it into another
+    // section, or another function into its section, would make a symbol that vanishes when
+    // the linker keeps another unit's copy of one group and not of the other.
+    let in_own_group = |f: FunctionId| module.function(f).linkage == SymbolLinkage::LinkOnce;
+    let fingerprints: PrimaryMap<FunctionId, Fingerprint> = code
+        .iter()
+        .map(|(f, c)| match c {
+            Some(c) if !in_own_group(f) => {
+                machine_code_fingerprint(c, |r, target| by_class(r) && foldable(target))
+            }
+            // Not a candidate: alone in its class.
+            _ => Fingerprint::unique(),
+        })
+        .collect();
+    let hashes: PrimaryMap<FunctionId, u64> = fingerprints.values().map(hash).collect();
+    partition::refine(&fingerprints, &hashes)
 }
 
 /// Relocations of direct calls and jumps, whose target is only called, never compared.

@@ -3,14 +3,15 @@
 //! so a failure at any step leaves no partial output.
 
 use crate::emit::object::{
-    ObjectOptions, ObjectOutput, target_isa, write_object, write_object_with_records,
+    ObjectOptions, ObjectOutput, equal_code_classes, target_isa, write_object,
+    write_object_with_records,
 };
 use crate::error::Result;
 use crate::merge::PassTimes;
 use crate::module::ClifModule;
 use crate::pass::{self, MergeOptions};
 use crate::read::{ModuleReader, ReadOptions};
-use crate::similar::{SimilarOptions, SizeJudge};
+use crate::similar::{FindCodeClasses, SimilarOptions, SizeJudge};
 use crate::{MergeReport, emit};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -220,7 +221,19 @@ fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
     if similar.judge.is_none()
         && let Some(object) = &options.object
     {
-        similar.judge = target_isa(object).ok().map(SizeJudge::new);
+        let folding = object.fold_machine_code.then(|| {
+            let object = object.clone();
+            let classes: Arc<FindCodeClasses> =
+                Arc::new(move |module| equal_code_classes(module, &object).ok());
+            classes
+        });
+        similar.judge = target_isa(object).ok().map(|isa| {
+            let judge = SizeJudge::new(isa);
+            match folding {
+                Some(classes) => judge.with_folding(classes),
+                None => judge,
+            }
+        });
     }
     // Records are data objects: only the object holds them (`compile` hands them to the
     // writer), not CLIF text. `--verify` runs them with their bytes (the report's), so that

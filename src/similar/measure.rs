@@ -10,8 +10,10 @@
 //! ```
 //!
 //! where code is the compiled size with the padding that aligns the next function, by the
-//! same ISA and flags the object writer uses (members of equal machine code, which the object
-//! folds into one body anyway, count once). The callers of removed members are compiled too,
+//! same ISA and flags the object writer uses. Members of equal machine code, which the object
+//! folds into one body anyway, count once; a member whose code a function outside the group
+//! shares counts nothing (that function keeps the body: removing the member saves no byte),
+//! and neither does a member the object writes as one jump. The callers of removed members are compiled too,
 //! as they are and with their calls redirected to the shared body: what they grow is measured
 //! (a call site passing stack arguments grows by what Cranelift makes of them, which no
 //! constant prices well: 12–25 bytes an argument on x86_64). Past [`MEASURED_CALLERS`] callers,
@@ -23,21 +25,53 @@
 
 use super::cost::{CostModel, GroupShape};
 use crate::guard::catch_panic;
+use crate::module::{ClifModule, FunctionId};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
+use cranelift_entity::PrimaryMap;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// For each function of a module, the class of functions the object writer compiles to equal
+/// code (which it may fold into one body), or None where it writes no code of its own (a jump
+/// thunk): [`crate::emit::object::equal_code_classes`].
+pub type CodeClasses = PrimaryMap<FunctionId, Option<u32>>;
+
+/// How a judge finds a module's [`CodeClasses`]: None when it cannot (a function that does not
+/// compile, which the object writer reports).
+pub type FindCodeClasses = dyn Fn(&ClifModule) -> Option<CodeClasses> + Send + Sync;
 
 /// The ISA a group's code is measured with: the object writer's (see
 /// [`crate::emit::object::target_isa`]).
 #[derive(Clone)]
 pub struct SizeJudge {
     isa: OwnedTargetIsa,
+    folding: Option<Arc<FindCodeClasses>>,
 }
 
 impl SizeJudge {
-    /// Measures with `isa`, which must be the one the object is compiled with.
+    /// Measures with `isa`, which must be the one the object is compiled with, for an object
+    /// that does not fold machine code.
     pub fn new(isa: OwnedTargetIsa) -> SizeJudge {
-        SizeJudge { isa }
+        SizeJudge { isa, folding: None }
+    }
+
+    /// The same judge, for an object that folds functions of equal machine code: `classes`
+    /// finds them before the groups are measured (the pipeline passes
+    /// [`crate::emit::object::equal_code_classes`] with the object's options). Without it, a
+    /// member whose code a function outside its group shares is credited bytes that folding
+    /// removes anyway, and the object grows.
+    pub fn with_folding(self, classes: Arc<FindCodeClasses>) -> SizeJudge {
+        SizeJudge {
+            folding: Some(classes),
+            ..self
+        }
+    }
+
+    /// The module's classes of equal code, when the object folds and they can be found.
+    pub(super) fn code_classes(&self, module: &ClifModule) -> Option<CodeClasses> {
+        self.folding.as_ref().and_then(|find| find(module))
     }
 
     /// What taking one read-only record's address costs beside the code, or None where it
@@ -64,10 +98,11 @@ impl SizeJudge {
             .map(|f| f.to_string())
             .collect();
         format!(
-            "{} {} {}",
+            "{} {} {} folding={}",
             self.isa.triple(),
             self.isa.flags(),
-            isa_flags.join(" ")
+            isa_flags.join(" "),
+            self.folding.is_some()
         )
     }
 
@@ -103,6 +138,22 @@ impl SizeJudge {
     }
 }
 
+/// A module's [`CodeClasses`], with each class's number of functions.
+pub(super) struct ClassSizes {
+    class: CodeClasses,
+    size: FxHashMap<u32, usize>,
+}
+
+impl ClassSizes {
+    pub(super) fn of(class: CodeClasses) -> ClassSizes {
+        let mut size: FxHashMap<u32, usize> = FxHashMap::default();
+        for c in class.values().flatten() {
+            *size.entry(*c).or_default() += 1;
+        }
+        ClassSizes { class, size }
+    }
+}
+
 /// A function's machine code: bytes, and relocations (offset, kind, addend, target).
 type Code = (Vec<u8>, Vec<(u32, String, i64, String)>);
 
@@ -122,8 +173,6 @@ impl std::fmt::Debug for SizeJudge {
 
 /// What one group's merge writes and removes, to be measured.
 pub(super) struct Trial<'a> {
-    /// The members' bodies, as they are.
-    pub(super) members: Vec<&'a Function>,
     /// The shared body.
     pub(super) shared: Function,
     /// The thunks of the members that keep a symbol.
@@ -154,18 +203,38 @@ impl SizeJudge {
     /// The bytes the `members` of a group take, measured; None when one does not compile.
     /// Members whose machine code is equal are one body in the object already (its
     /// machine-code folding): they count once, or a group of them would be credited with
-    /// removing code that folding removes anyway, and grow the object. Measured once per group:
-    /// every way of writing the group ([`Trial`]) removes the same members.
+    /// removing code that folding removes anyway, and grow the object. With the module's
+    /// `classes` (an object that folds), a member whose class holds a function outside the
+    /// group counts nothing (that function keeps the code), nor does one written as a jump.
+    /// Measured once per group: every way of writing the group ([`Trial`]) removes the same
+    /// members.
     pub(super) fn members_size(
         &self,
         ctx: &mut cranelift_codegen::Context,
-        members: &[&Function],
+        members: &[(FunctionId, &Function)],
+        classes: Option<&ClassSizes>,
     ) -> Option<u64> {
         let mut before = 0u64;
         let mut seen = rustc_hash::FxHashSet::default();
-        for func in members {
+        let mut in_group: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut counted_classes = rustc_hash::FxHashSet::default();
+        for &(id, _) in members {
+            if let Some(class) = classes.and_then(|c| c.class[id]) {
+                *in_group.entry(class).or_default() += 1;
+            }
+        }
+        for &(id, func) in members {
             let (size, code) = self.code(ctx, func)?;
-            if seen.insert(code) {
+            let first_of_code = seen.insert(code);
+            let counts = match classes {
+                None => true,
+                // Written as one jump: nothing to remove.
+                Some(classes) => classes.class[id].is_some_and(|class| {
+                    let only_members = in_group.get(&class) == classes.size.get(&class);
+                    only_members && counted_classes.insert(class)
+                }),
+            };
+            if first_of_code && counts {
                 before += size;
             }
         }

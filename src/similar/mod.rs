@@ -104,7 +104,7 @@ mod tests;
 pub use cost::{CostModel, GroupShape, InstructionMix, RegisterBudget};
 pub(crate) use entry::merge_similar_after;
 pub use entry::{merge_similar, stand_in};
-pub use measure::SizeJudge;
+pub use measure::{CodeClasses, FindCodeClasses, SizeJudge};
 pub use params::POINTER;
 pub use record::{ConstantRecord, RecordField};
 pub use rewrite::Prior;

@@ -5,7 +5,7 @@
 use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
 use super::cost::GroupShape;
 use super::find::{Member, similar_groups};
-use super::measure::{CallerTrial, MEASURED_CALLERS, SizeJudge, Trial};
+use super::measure::{CallerTrial, ClassSizes, MEASURED_CALLERS, SizeJudge, Trial};
 use super::params::ParamLayout;
 use super::record::RecordLayout;
 use super::shared;
@@ -140,6 +140,10 @@ fn measured(
 ) -> Vec<Planned> {
     let callers = callers_to_measure(module, removal, &accepted);
     let in_use = (options.with_records() && !accepted.is_empty()).then(|| names_in_use(module));
+    // Found once, and only when there is a group to measure: it compiles the module.
+    let classes = (!accepted.is_empty())
+        .then(|| judge.code_classes(module).map(ClassSizes::of))
+        .flatten();
     let savings = parallel::map(&accepted, cranelift_codegen::Context::new, |ctx, g, p| {
         let variant = Variant {
             module,
@@ -148,7 +152,10 @@ fn measured(
             callers: &callers[g],
         };
         let stack_trial = variant.trial(None);
-        let before = judge.members_size(ctx, &stack_trial.members)?;
+        let members: Vec<(FunctionId, &Function)> = (p.members.iter())
+            .map(|m| (m.id, &*module.function(m.id).func))
+            .collect();
+        let before = judge.members_size(ctx, &members, classes.as_ref())?;
         let stack = judge.saving(ctx, &options.cost, &stack_trial, before);
         let address_cost = judge.record_address_cost();
         let record = (options.with_records()
@@ -263,9 +270,6 @@ impl<'a> Variant<'a> {
             })
             .collect();
         Trial {
-            members: (p.members.iter())
-                .map(|m| &*module.function(m.id).func)
-                .collect(),
             shared,
             thunks,
             removed_call_sites: p.shape.removed_call_sites,

@@ -18,42 +18,8 @@ pub(super) fn fold_machine_code(
     code: &mut PrimaryMap<FunctionId, Code>,
     mode: Mode,
 ) -> Vec<fold::Fold> {
-    let machine_relocs: Vec<Vec<MachineReloc>> = code
-        .values()
-        .map(|c| match c {
-            Code::Compiled { relocs, .. } => relocs
-                .iter()
-                .map(|r| MachineReloc {
-                    offset: r.offset,
-                    kind: r.kind,
-                    addend: r.addend,
-                    target: match &r.target {
-                        Target::Slot(s) => match slots.slots[*s as usize].kind {
-                            SlotKind::Defined(id) => RelocTarget::Function(id),
-                            _ => RelocTarget::Symbol(*s),
-                        },
-                        Target::SelfOffset(off) => RelocTarget::SelfOffset(*off),
-                        Target::Other(other) => RelocTarget::External(format!("{other:?}")),
-                    },
-                })
-                .collect(),
-            _ => Vec::new(),
-        })
-        .collect();
-    let machine_code: PrimaryMap<FunctionId, Option<MachineCode<'_>>> = code
-        .values()
-        .zip(&machine_relocs)
-        .map(|(c, relocs)| match c {
-            Code::Compiled {
-                bytes, alignment, ..
-            } => Some(MachineCode {
-                bytes,
-                alignment: *alignment,
-                relocs,
-            }),
-            _ => None,
-        })
-        .collect();
+    let machine_relocs = machine_relocs(slots, code);
+    let machine_code = machine_codes(code, &machine_relocs);
     let folds = fold::fold(module, refs, &machine_code, mode);
     let mut retarget: FxHashMap<u32, u32> = FxHashMap::default();
     for f in &folds {
@@ -88,4 +54,60 @@ pub(super) fn fold_machine_code(
         }
     }
     folds
+}
+
+/// Each compiled function's relocations as folding compares them: a defined function by id,
+/// another symbol by its slot.
+fn machine_relocs(slots: &Slots, code: &PrimaryMap<FunctionId, Code>) -> Vec<Vec<MachineReloc>> {
+    code.values()
+        .map(|c| match c {
+            Code::Compiled { relocs, .. } => relocs
+                .iter()
+                .map(|r| MachineReloc {
+                    offset: r.offset,
+                    kind: r.kind,
+                    addend: r.addend,
+                    target: match &r.target {
+                        Target::Slot(s) => match slots.slots[*s as usize].kind {
+                            SlotKind::Defined(id) => RelocTarget::Function(id),
+                            _ => RelocTarget::Symbol(*s),
+                        },
+                        Target::SelfOffset(off) => RelocTarget::SelfOffset(*off),
+                        Target::Other(other) => RelocTarget::External(format!("{other:?}")),
+                    },
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Each function's machine code (None: not compiled), its relocations from `relocs`.
+fn machine_codes<'a>(
+    code: &'a PrimaryMap<FunctionId, Code>,
+    relocs: &'a [Vec<MachineReloc>],
+) -> PrimaryMap<FunctionId, Option<MachineCode<'a>>> {
+    code.values()
+        .zip(relocs)
+        .map(|(c, relocs)| match c {
+            Code::Compiled {
+                bytes, alignment, ..
+            } => Some(MachineCode {
+                bytes,
+                alignment: *alignment,
+                relocs,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The classes of equal code of the functions compiled in `code` ([`fold::equal_code_classes`]).
+pub(super) fn code_classes(
+    module: &ClifModule,
+    slots: &Slots,
+    code: &PrimaryMap<FunctionId, Code>,
+) -> fold::CodeClasses {
+    let relocs = machine_relocs(slots, code);
+    fold::equal_code_classes(module, &machine_codes(code, &relocs))
 }

@@ -113,6 +113,20 @@ pub struct ObjectOutput {
     pub functions: Vec<FunctionCode>,
 }
 
+/// For each function of `module`, the class of functions whose code [`write_object`] with
+/// `options` compiles alike (could fold into one body, in any mode), or None where it writes no
+/// code of its own (a jump thunk): what a judge of sizes needs to know of the code folding
+/// removes anyway ([`crate::similar::SizeJudge::with_folding`]).
+pub fn equal_code_classes(
+    module: &ClifModule,
+    options: &ObjectOptions,
+) -> Result<cranelift_entity::PrimaryMap<crate::module::FunctionId, Option<u32>>, ObjectError> {
+    let isa = target::build_isa(options)?;
+    let slots = slots::Slots::new(module, &[], &target::build_identity(&*isa));
+    let code = code::compile_all(module, &slots, &*isa)?;
+    Ok(folding::code_classes(module, &slots, &code))
+}
+
 /// Writes `module` (already merged) as an object. `removed_by_merge` is the number of functions
 /// the IR merge removed (for the report).
 pub fn write_object(
