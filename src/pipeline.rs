@@ -3,8 +3,8 @@
 //! so a failure at any step leaves no partial output.
 
 use crate::emit::object::{
-    ObjectOptions, ObjectOutput, equal_code_classes, target_isa, write_object,
-    write_object_with_records,
+    CodeCache, ObjectOptions, ObjectOutput, equal_code_classes, target_isa, write_object,
+    write_object_using,
 };
 use crate::error::Result;
 use crate::merge::PassTimes;
@@ -157,7 +157,10 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
     let unmerged = (options.size_baseline && options.object.is_some()).then(|| module.clone());
     #[cfg(feature = "verify")]
     let original = options.verify.as_ref().map(|_| module.clone());
-    let similar = judged(options);
+    // The code a size judge compiles, which the object writer takes again where a function is
+    // unchanged.
+    let code_cache = Arc::new(CodeCache::default());
+    let similar = judged(options, &code_cache);
     let merged = pass::run(&mut module, &options.merge, similar.as_ref(), |phase| {
         options.phase(phase)
     });
@@ -193,7 +196,15 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
             options.phase("compiling");
             let start = Instant::now();
             let summary = options.merge.summary.as_ref();
-            let object = compile(&module, &report, unmerged.as_ref(), summary, object_options)?;
+            let cache = similar.as_ref().map(|_| &*code_cache);
+            let object = compile(
+                &module,
+                &report,
+                unmerged.as_ref(),
+                summary,
+                object_options,
+                cache,
+            )?;
             phases.push(("compile-and-object", start.elapsed()));
             Some(object)
         }
@@ -216,15 +227,17 @@ fn merge_and_compile(mut module: ClifModule, options: &PipelineOptions) -> Resul
 /// the cost model alone. An ISA that cannot be built leaves the model the judge (the compile
 /// step reports the error). Records ([`SimilarOptions::records`]) where the output is the
 /// object alone, unless the options say no.
-fn judged(options: &PipelineOptions) -> Option<SimilarOptions> {
+fn judged(options: &PipelineOptions, code_cache: &Arc<CodeCache>) -> Option<SimilarOptions> {
     let mut similar = options.merge.similar.clone()?;
     if similar.judge.is_none()
         && let Some(object) = &options.object
     {
         let folding = object.fold_machine_code.then(|| {
             let object = object.clone();
+            // Each round of similar merging measures the module again, mostly unchanged.
+            let cache = code_cache.clone();
             let classes: Arc<FindCodeClasses> =
-                Arc::new(move |module| equal_code_classes(module, &object).ok());
+                Arc::new(move |module| equal_code_classes(module, &object, &cache).ok());
             classes
         });
         similar.judge = target_isa(object).ok().map(|isa| {
@@ -251,11 +264,12 @@ fn compile(
     unmerged: Option<&ClifModule>,
     summary: Option<&crate::global::Summary>,
     options: &ObjectOptions,
+    cache: Option<&CodeCache>,
 ) -> Result<ObjectOutput> {
     let records: Vec<_> = (report.similar.iter().flatten())
         .flat_map(|group| group.records.iter().cloned())
         .collect();
-    let mut out = write_object_with_records(merged, report.removed(), options, &records)?;
+    let mut out = write_object_using(merged, report.removed(), options, &records, cache)?;
     if let Some(unmerged) = unmerged {
         let baseline = ObjectOptions {
             fold_machine_code: false,

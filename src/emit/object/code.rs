@@ -3,7 +3,7 @@
 use super::error::ObjectError;
 use super::slots::Slots;
 use crate::edit::thunk::is_forwarding_thunk;
-use crate::module::{ClifModule, FuncName, FunctionId};
+use crate::module::{ClifModule, FuncName, FunctionId, ModuleFunction};
 use crate::policy::frame::reads_own_frame;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::control::ControlPlane;
@@ -11,6 +11,8 @@ use cranelift_codegen::ir::{Function, InstructionData};
 use cranelift_codegen::isa;
 use cranelift_entity::{EntityRef, PrimaryMap};
 use cranelift_module::{ModuleReloc, ModuleRelocTarget};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
 
 /// A relocation whose target is a slot or something outside the module.
 #[derive(Clone, Debug)]
@@ -47,76 +49,177 @@ pub(super) enum Code {
 }
 
 /// Phase 2: compiles (or recognizes as a thunk) every defined function; by id (functions a merge
-/// took away are `Removed`).
+/// took away are `Removed`). Functions compile on the pool; an error is the first function's in
+/// module order, whatever the threads. With a `cache`, a function whose CLIF text it holds takes
+/// its code from there, and the code of each function compiled is kept there.
 pub(super) fn compile_all(
     module: &ClifModule,
     slots: &Slots,
     isa: &dyn isa::TargetIsa,
+    cache: Option<&CodeCache>,
 ) -> Result<PrimaryMap<FunctionId, Code>, ObjectError> {
-    let mut ctx = cranelift_codegen::Context::new();
+    let jumps = jumps_off_cycles(module);
+    let ids = module.ids();
+    let compiled = crate::parallel::map_weighted(
+        ids,
+        |&id| module.function(id).func.dfg.num_insts() * COMPILE_WEIGHT,
+        cranelift_codegen::Context::new,
+        |ctx, _, &id| {
+            let mf = module.function(id);
+            match &jumps[id.index()] {
+                Some(target) => Ok(Code::Thunk(slots.index[target])),
+                None => match cache {
+                    Some(cache) => cache.code(ctx, mf, slots, isa),
+                    None => compile(ctx, mf, slots, isa),
+                },
+            }
+        },
+    );
     let mut out: PrimaryMap<FunctionId, Code> = PrimaryMap::with_capacity(module.id_count());
     for _ in 0..module.id_count() {
         out.push(Code::Removed);
     }
-    let jumps = jumps_off_cycles(module);
-    for (id, mf) in module.iter() {
-        if let Some(target) = &jumps[id.index()] {
-            out[id] = Code::Thunk(slots.index[target]);
-            continue;
+    for (&id, code) in ids.iter().zip(compiled) {
+        out[id] = code?;
+    }
+    Ok(out)
+}
+
+/// How much more compiling an instruction costs than the fingerprint walk over it that
+/// [`crate::parallel::map_weighted`]'s weights count (about a hundred times).
+const COMPILE_WEIGHT: usize = 100;
+
+/// `mf` compiled by Cranelift, its references to functions by slot.
+fn compile(
+    ctx: &mut cranelift_codegen::Context,
+    mf: &ModuleFunction,
+    slots: &Slots,
+    isa: &dyn isa::TargetIsa,
+) -> Result<Code, ObjectError> {
+    ctx.clear();
+    ctx.func = slots.renamed(&mf.func);
+    // Cranelift may panic on input it verified but cannot lower; that is an error about this
+    // function, not a crash of the tool.
+    let result =
+        crate::guard::catch_panic(|| ctx.compile(isa, &mut ControlPlane::default()).map(|_| ()));
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(ObjectError::compile(mf, codegen_message(&e.inner))),
+        Err(panic) => {
+            return Err(ObjectError::compile(
+                mf,
+                format!("Cranelift failed: {panic}"),
+            ));
         }
-        ctx.clear();
-        ctx.func = slots.renamed(&mf.func);
-        // Cranelift may panic on input it verified but cannot lower; that is an error about
-        // this function, not a crash of the tool.
-        let result = crate::guard::catch_panic(|| {
-            ctx.compile(isa, &mut ControlPlane::default()).map(|_| ())
-        });
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(ObjectError::compile(mf, codegen_message(&e.inner))),
-            Err(panic) => {
-                return Err(ObjectError::compile(
-                    mf,
-                    format!("Cranelift failed: {panic}"),
-                ));
+    }
+    let compiled = ctx.compiled_code().expect("compiled above");
+    let bytes = compiled.buffer.data().to_vec();
+    let alignment = u64::from(compiled.buffer.alignment);
+    let relocs = (compiled.buffer.relocs().iter())
+        .map(|r| {
+            let name =
+                ModuleReloc::from_mach_reloc(r, &ctx.func, cranelift_module::FuncId::from_u32(0))
+                    .name;
+            let target = match name {
+                ModuleRelocTarget::User {
+                    namespace: 0,
+                    index,
+                } => Target::Slot(index),
+                ModuleRelocTarget::FunctionOffset(_, off) => Target::SelfOffset(off),
+                other => Target::Other(other),
+            };
+            Relocation {
+                offset: r.offset,
+                kind: r.kind,
+                addend: r.addend,
+                target,
             }
+        })
+        .collect();
+    Ok(Code::Compiled {
+        bytes,
+        alignment,
+        relocs,
+    })
+}
+
+/// Code compiled for one module that changes a little between compiles (each round of similar
+/// merging measures it, then the object writer compiles what came out), by each function's CLIF
+/// text: the names in it as written, so that an entry holds whatever slots the names get next
+/// time; each relocation's slot kept as the slot's name.
+#[derive(Default)]
+pub struct CodeCache {
+    by_text: Mutex<FxHashMap<String, Arc<CachedCode>>>,
+}
+
+/// A cached function's code: [`Code::Compiled`] with slots as names.
+struct CachedCode {
+    bytes: Vec<u8>,
+    alignment: u64,
+    relocs: Vec<(Relocation, Option<FuncName>)>,
+}
+
+impl CodeCache {
+    /// `mf`'s code, from the cache or compiled (and then cached).
+    fn code(
+        &self,
+        ctx: &mut cranelift_codegen::Context,
+        mf: &ModuleFunction,
+        slots: &Slots,
+        isa: &dyn isa::TargetIsa,
+    ) -> Result<Code, ObjectError> {
+        let text = mf.func.display().to_string();
+        let cached = self
+            .by_text
+            .lock()
+            .expect("no panic holds it")
+            .get(&text)
+            .cloned();
+        if let Some(cached) = cached {
+            return Ok(cached.code(slots));
         }
-        let compiled = ctx.compiled_code().expect("compiled above");
-        let bytes = compiled.buffer.data().to_vec();
-        let alignment = u64::from(compiled.buffer.alignment);
-        let mach_relocs = compiled.buffer.relocs().to_vec();
-        let relocs = mach_relocs
-            .iter()
-            .map(|r| {
-                let name = ModuleReloc::from_mach_reloc(
-                    r,
-                    &ctx.func,
-                    cranelift_module::FuncId::from_u32(0),
-                )
-                .name;
-                let target = match name {
-                    ModuleRelocTarget::User {
-                        namespace: 0,
-                        index,
-                    } => Target::Slot(index),
-                    ModuleRelocTarget::FunctionOffset(_, off) => Target::SelfOffset(off),
-                    other => Target::Other(other),
-                };
-                Relocation {
-                    offset: r.offset,
-                    kind: r.kind,
-                    addend: r.addend,
-                    target,
-                }
-            })
-            .collect();
-        out[id] = Code::Compiled {
+        let code = compile(ctx, mf, slots, isa)?;
+        if let Code::Compiled {
             bytes,
             alignment,
             relocs,
-        };
+        } = &code
+        {
+            let relocs = (relocs.iter())
+                .map(|r| match r.target {
+                    Target::Slot(s) => (r.clone(), Some(slots.slots[s as usize].name.clone())),
+                    _ => (r.clone(), None),
+                })
+                .collect();
+            let cached = CachedCode {
+                bytes: bytes.clone(),
+                alignment: *alignment,
+                relocs,
+            };
+            (self.by_text.lock().expect("no panic holds it")).insert(text, Arc::new(cached));
+        }
+        Ok(code)
     }
-    Ok(out)
+}
+
+impl CachedCode {
+    /// The code, each named relocation target given its slot in `slots`.
+    fn code(&self, slots: &Slots) -> Code {
+        let relocs = (self.relocs.iter())
+            .map(|(r, name)| match name {
+                Some(name) => Relocation {
+                    target: Target::Slot(slots.index[name]),
+                    ..r.clone()
+                },
+                None => r.clone(),
+            })
+            .collect();
+        Code::Compiled {
+            bytes: self.bytes.clone(),
+            alignment: self.alignment,
+            relocs,
+        }
+    }
 }
 
 /// By id, the function each defined function jumps to ([`thunk_target`]), except where the

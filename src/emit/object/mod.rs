@@ -37,6 +37,7 @@
 
 mod addrsig;
 mod code;
+pub use code::CodeCache;
 mod define;
 mod error;
 mod folding;
@@ -115,15 +116,17 @@ pub struct ObjectOutput {
 
 /// For each function of `module`, the class of functions whose code [`write_object`] with
 /// `options` compiles alike (could fold into one body, in any mode), or None where it writes no
-/// code of its own (a jump thunk): what a judge of sizes needs to know of the code folding
+/// code of its own (a jump thunk), the code of functions whose CLIF text is in `cache` taken
+/// from it: what a judge of sizes needs to know of the code folding
 /// removes anyway ([`crate::similar::SizeJudge::with_folding`]).
 pub fn equal_code_classes(
     module: &ClifModule,
     options: &ObjectOptions,
+    cache: &CodeCache,
 ) -> Result<cranelift_entity::PrimaryMap<crate::module::FunctionId, Option<u32>>, ObjectError> {
     let isa = target::build_isa(options)?;
     let slots = slots::Slots::new(module, &[], &target::build_identity(&*isa));
-    let code = code::compile_all(module, &slots, &*isa)?;
+    let code = code::compile_all(module, &slots, &*isa, Some(cache))?;
     Ok(folding::code_classes(module, &slots, &code))
 }
 
@@ -147,6 +150,18 @@ pub fn write_object_with_records(
     options: &ObjectOptions,
     records: &[crate::similar::ConstantRecord],
 ) -> Result<ObjectOutput, ObjectError> {
+    write_object_using(module, removed_by_merge, options, records, None)
+}
+
+/// [`write_object_with_records`], taking the code of each function whose CLIF text `cache`
+/// holds from it (the code a judge of similar groups compiled for the module before).
+pub(crate) fn write_object_using(
+    module: &ClifModule,
+    removed_by_merge: usize,
+    options: &ObjectOptions,
+    records: &[crate::similar::ConstantRecord],
+    cache: Option<&CodeCache>,
+) -> Result<ObjectOutput, ObjectError> {
     linkonce::check_no_alias_of_linkonce(module)?;
     let isa = target::build_isa(options)?;
     let macho = match options.target.binary_format {
@@ -161,7 +176,7 @@ pub fn write_object_with_records(
     // Phases 1 to 3.
     let slots = slots::Slots::new(module, records, &target::build_identity(&*isa));
     let refs = ModuleRefs::of(module);
-    let mut code = code::compile_all(module, &slots, &*isa)?;
+    let mut code = code::compile_all(module, &slots, &*isa, cache)?;
     let folds = if options.fold_machine_code {
         folding::fold_machine_code(module, &refs, &slots, &mut code, options.mode)
     } else {
