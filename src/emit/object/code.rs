@@ -12,6 +12,7 @@ use cranelift_codegen::isa;
 use cranelift_entity::{EntityRef, PrimaryMap};
 use cranelift_module::{ModuleReloc, ModuleRelocTarget};
 use rustc_hash::FxHashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 /// A relocation whose target is a slot or something outside the module.
@@ -144,12 +145,13 @@ fn compile(
 }
 
 /// Code compiled for one module that changes a little between compiles (each round of similar
-/// merging measures it, then the object writer compiles what came out), by each function's CLIF
-/// text: the names in it as written, so that an entry holds whatever slots the names get next
-/// time; each relocation's slot kept as the slot's name.
+/// merging measures it, then the object writer compiles what came out), by the function itself:
+/// a function equal to one compiled before (every field, names included) compiles to the same
+/// code. Each relocation's slot is kept as the slot's name, so that an entry holds whatever slot
+/// the name gets next time.
 #[derive(Default)]
 pub struct CodeCache {
-    by_text: Mutex<FxHashMap<String, Arc<CachedCode>>>,
+    by_function: Mutex<FxHashMap<u64, Vec<(Function, Arc<CachedCode>)>>>,
 }
 
 /// A cached function's code: [`Code::Compiled`] with slots as names.
@@ -168,13 +170,16 @@ impl CodeCache {
         slots: &Slots,
         isa: &dyn isa::TargetIsa,
     ) -> Result<Code, ObjectError> {
-        let text = mf.func.display().to_string();
-        let cached = self
-            .by_text
-            .lock()
-            .expect("no panic holds it")
-            .get(&text)
-            .cloned();
+        // What Cranelift compiles is hashed (names are in `params`), the whole compared.
+        let key = {
+            let mut hasher = rustc_hash::FxHasher::default();
+            mf.func.stencil.hash(&mut hasher);
+            hasher.finish()
+        };
+        let cached = (self.by_function.lock().expect("no panic holds it"))
+            .get(&key)
+            .and_then(|same_hash| same_hash.iter().find(|(f, _)| *f == *mf.func))
+            .map(|(_, code)| code.clone());
         if let Some(cached) = cached {
             return Ok(cached.code(slots));
         }
@@ -196,7 +201,10 @@ impl CodeCache {
                 alignment: *alignment,
                 relocs,
             };
-            (self.by_text.lock().expect("no panic holds it")).insert(text, Arc::new(cached));
+            (self.by_function.lock().expect("no panic holds it"))
+                .entry(key)
+                .or_default()
+                .push((Function::clone(&mf.func), Arc::new(cached)));
         }
         Ok(code)
     }
