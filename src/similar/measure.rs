@@ -13,12 +13,13 @@
 //! same ISA and flags the object writer uses. Members of equal machine code, which the object
 //! folds into one body anyway, count once; a member whose code a function outside the group
 //! shares counts nothing (that function keeps the body: removing the member saves no byte),
-//! and neither does a member the object writes as one jump. The callers of removed members are compiled too,
-//! as they are and with their calls redirected to the shared body: what they grow is measured
-//! (a call site passing stack arguments grows by what Cranelift makes of them, which no
-//! constant prices well: 12–25 bytes an argument on x86_64). Past [`MEASURED_CALLERS`] callers,
-//! and for the calls a member makes (its body is replaced anyway), a site costs what the
-//! measured ones did on average, or the model's price when none was measured. A member's body,
+//! and neither does a member the object writes as one jump. Every caller of removed members is
+//! compiled too, as it is and with its calls redirected to the shared body: what it grows is
+//! measured (a call site passing stack arguments grows by what Cranelift makes of them, which
+//! no constant prices well: 12–25 bytes an argument on x86_64, less in a caller that already
+//! passes some, so the sites of a few callers tell nothing of the others'). For the calls a
+//! member makes (its body is replaced anyway), a site costs what the measured ones did on
+//! average, or the model's price when none was measured. A member's body,
 //! the shared body or a thunk that Cranelift fails to compile makes the group rejected, never
 //! an error: the members stay as they were, which compiled or will be reported by the object
 //! writer.
@@ -194,10 +195,6 @@ pub(super) struct CallerTrial<'a> {
     /// The calls of removed members it makes.
     pub(super) sites: u64,
 }
-
-/// How many callers of a group's removed members are compiled (twice) to measure what a call
-/// site grows; the others' sites are priced by the measured ones' average.
-pub(super) const MEASURED_CALLERS: usize = 16;
 
 impl SizeJudge {
     /// The bytes the `members` of a group take, measured; None when one does not compile.

@@ -5,7 +5,7 @@
 use super::choose::{CallUses, Choice, Removal, calls_in, needs_symbol};
 use super::cost::GroupShape;
 use super::find::{Member, similar_groups};
-use super::measure::{CallerTrial, ClassSizes, MEASURED_CALLERS, SizeJudge, Trial};
+use super::measure::{CallerTrial, ClassSizes, SizeJudge, Trial};
 use super::params::ParamLayout;
 use super::record::RecordLayout;
 use super::shared;
@@ -303,8 +303,10 @@ struct Caller {
     sites: u64,
 }
 
-/// For each group of `accepted`, the first [`MEASURED_CALLERS`] functions (in output order)
-/// that call its removed members, other than its members (whose bodies the merge replaces).
+/// For each group of `accepted`, every function (in output order) that calls its removed
+/// members, other than its members (whose bodies the merge replaces): each is measured, since
+/// the sites of callers not measured can grow more than those measured (a caller that already
+/// passes stack arguments grows less than one whose registers were free).
 fn callers_to_measure(
     module: &ClifModule,
     removal: Removal<'_>,
@@ -340,10 +342,7 @@ fn callers_to_measure(
         for (func_ref, callee) in declarations {
             let (g, m, _) = member_of[&callee];
             let own = member_of.get(&id).is_some_and(|&(of, _, _)| of == g);
-            if own
-                || callers[g].len() >= MEASURED_CALLERS
-                    && callers[g].last().is_none_or(|c| c.id != id)
-            {
+            if own {
                 continue;
             }
             let sites = calls.iter().filter(|(f, _)| *f == func_ref).count() as u64;
