@@ -1,0 +1,302 @@
+//! Hostile inputs for `--verify` (ninth pass), against the fifth verify round: the cycle stop
+//! (`src/verify/state/cycle.rs`), the fuel a function's runs share once one of them did not end
+//! (`fuel_after_inconclusive`), the bound of 512 calls in progress, and the honesty of the
+//! summary. A wrong merge is planted by hand (`tests/common/planted.rs`).
+
+#[path = "common/planted.rs"]
+mod wrong_merges;
+
+use clif_merge::Mode;
+use clif_merge::verify::{VerifyOptions, VerifyReport, verify_merge};
+use wrong_merges::{merged, planted, read};
+
+/// The report of `verify_merge` on the planted module: `%f` and `%g` (signature `sig`, bodies
+/// `f_body` and `g_body`), with `%g` given `f_body`.
+fn planted_report(sig: &str, f_body: &str, g_body: &str) -> VerifyReport {
+    let module =
+        |g: &str| format!("function %f{sig} {{\n{f_body}\n}}\n\nfunction %g{sig} {{\n{g}\n}}\n");
+    let original = read(&module(g_body));
+    let (report, _) = merged(&original, Mode::Aliases);
+    assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
+    verify_merge(
+        &original,
+        &read(&module(f_body)),
+        &report,
+        &VerifyOptions::default(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fuel shared after an inconclusive run.
+
+/// `%f(x)`: loops forever (a true cycle, stopped at once) when `x` is 0, else sums `i` for `i`
+/// below `x & 0xfff` (six instructions a pass: up to 24,600 instructions, well within the fuel
+/// of 50,000). `%g` adds one to the sum when `x & 0xfff` is at least 2,048 (12,300
+/// instructions and more).
+fn sum_below(differs: bool) -> String {
+    let tail = if differs {
+        "    v20 = iconst.i64 2048\n    v21 = icmp uge v4, v20\n    v22 = uextend.i64 v21\n    v23 = iadd v3, v22\n    return v23"
+    } else {
+        "    return v3"
+    };
+    format!(
+        "block0(v0: i64):
+    v1 = iconst.i64 0
+    v10 = iconst.i64 0xfff
+    v11 = iconst.i64 1
+    brif v0, block2(v1, v1), block1
+block1:
+    jump block1
+block2(v2: i64, v3: i64):
+    v4 = band v0, v10
+    v5 = icmp ult v2, v4
+    brif v5, block3, block4
+block3:
+    v6 = iadd v3, v2
+    v7 = iadd v2, v11
+    jump block2(v7, v6)
+block4:
+{tail}"
+    )
+}
+
+/// The runs of `%g` tell the planted merge apart only when `x & 0xfff` is at least 2,048: the
+/// third edge value (-1, 4,095 passes, about 24,600 instructions) and a share of the random
+/// ones. All of them end within the fuel (50,000). But the first run (0) never ends, so every
+/// later run gets at most an eighth of the fuel (6,250) or four times the longest run that
+/// ended: each run that would tell the functions apart is cut short and counted inconclusive,
+/// and the wrong merge is reported "ok" (`0 mismatches`). Before the shared fuel
+/// (`e0f699e`), the run on -1 ended and found it. A function whose first run loops forever on
+/// an argument of 0 (a null pointer, an empty queue waited on) is ordinary code.
+#[test]
+#[ignore = "defect: the fuel shared after an inconclusive run cuts every run that would tell a wrong merge apart; it is reported ok"]
+fn verify_reports_a_wrong_merge_told_apart_only_by_runs_longer_than_the_shared_fuel() {
+    let (reported, summary) = planted("(i64) -> i64", &sum_below(false), &sum_below(true), "");
+    assert!(
+        reported,
+        "runs of 12,300 to 24,600 instructions (fuel 50,000) are cut after a first endless run: {summary}"
+    );
+}
+
+/// The held half: whatever the shared fuel cuts, the summary is honest about it. `%g`'s runs
+/// that would tell it apart are inconclusive, so `%g` is not counted fully checked.
+#[test]
+fn a_function_whose_runs_were_cut_by_the_shared_fuel_is_not_fully_checked() {
+    let checked = planted_report("(i64) -> i64", &sum_below(false), &sum_below(true));
+    assert!(checked.inconclusive > 0, "{}", checked.summary());
+    assert!(
+        checked.fully_checked < checked.functions - checked.unchanged,
+        "a function with inconclusive runs counted fully checked: {}",
+        checked.summary()
+    );
+    assert_eq!(
+        checked.partly_checked + checked.unchecked,
+        1,
+        "{}",
+        checked.summary()
+    );
+}
+
+/// Without the endless first run (`x == 0` returns at once), the same wrong merge is found:
+/// the runs that tell it apart fit in the fuel (held; shows the test above is about the
+/// shared fuel only).
+#[test]
+fn the_same_wrong_merge_is_found_when_no_run_is_endless() {
+    let no_cycle =
+        |body: String| body.replace("block1:\n    jump block1", "block1:\n    return v0");
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &no_cycle(sum_below(false)),
+        &no_cycle(sum_below(true)),
+        "",
+    );
+    assert!(reported, "{summary}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bound on calls in progress.
+
+/// `%f(x)` returns `%rf(0, x)`, `%g(x)` returns `%rg(0, x)`: `%rf(d, x)` recurses from depth
+/// `d` to `x & 1023` and returns the depth reached; `%rg` returns one more when that is above
+/// `threshold`. The planted merge gives `%g` the body of `%f` (it calls `%rf`).
+fn recursion(threshold: u32) -> (String, String, String) {
+    let helper = |name: &str, differs: bool| {
+        let bottom = if differs {
+            format!(
+                "    v30 = iconst.i64 {threshold}\n    v31 = icmp ugt v0, v30\n    v32 = uextend.i64 v31\n    v33 = iadd v0, v32\n    return v33"
+            )
+        } else {
+            "    return v0".to_string()
+        };
+        format!(
+            "
+function %{name}(i64, i64) -> i64 {{
+    fn0 = %{name}(i64, i64) -> i64
+block0(v0: i64, v1: i64):
+    v2 = iconst.i64 1023
+    v3 = band v1, v2
+    v4 = icmp uge v0, v3
+    brif v4, block1, block2
+block1:
+{bottom}
+block2:
+    v5 = iconst.i64 1
+    v6 = iadd v0, v5
+    v7 = call fn0(v6, v1)
+    return v7
+}}
+"
+        )
+    };
+    let caller = |callee: &str| {
+        format!(
+            "    fn0 = %{callee}(i64, i64) -> i64
+block0(v0: i64):
+    v1 = iconst.i64 0
+    v2 = call fn0(v1, v0)
+    return v2"
+        )
+    };
+    let rest = helper("rf", false) + &helper("rg", true);
+    (caller("rf"), caller("rg"), rest)
+}
+
+/// The runs of `%g` deeper than 512 calls end natively (a recursion of a thousand small
+/// frames), but `--verify` stops them at 512 calls in progress (inconclusive): the runs deeper
+/// than 600, the only ones that tell the planted merge apart, are all cut, and it is reported
+/// "ok". The bound was 2,000 before `936c5af`.
+#[test]
+#[ignore = "defect: runs deeper than 512 calls are inconclusive, so a wrong merge told apart only there is reported ok"]
+fn verify_reports_a_wrong_merge_told_apart_only_deeper_than_512_calls() {
+    let (f, g, rest) = recursion(600);
+    let (reported, summary) = planted("(i64) -> i64", &f, &g, &rest);
+    assert!(reported, "{summary}");
+}
+
+/// The held half: the same wrong merge told apart above a depth of 300 is found.
+#[test]
+fn verify_reports_a_wrong_merge_told_apart_at_300_calls() {
+    let (f, g, rest) = recursion(300);
+    let (reported, summary) = planted("(i64) -> i64", &f, &g, &rest);
+    assert!(reported, "{summary}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cycle stop: state the snapshot must hold. Each loop runs past the first snapshot (1,024
+// instructions) with every register equal at its head from pass to pass but for the part
+// named; the planted merge differs only after the loop. A cycle found where there is none
+// would stop the run (inconclusive) and pass the wrong merge.
+
+/// A loop whose counter is a NaN's payload in a float register only: the loop's integer
+/// registers are the same at every pass but for the bit pattern they are rebuilt from.
+fn nan_payload_loop(differs: bool) -> String {
+    let result = if differs { "v22" } else { "v21" };
+    format!(
+        "block0(v0: i64):
+    v1 = iconst.i64 0x7ff8000000000000
+    v2 = bitcast.f64 v1
+    jump block1(v2)
+block1(v3: f64):
+    v4 = bitcast.i64 v3
+    v5 = iconst.i64 1
+    v6 = iadd v4, v5
+    v7 = bitcast.f64 v6
+    v8 = iconst.i64 0x7ff8000000000bb8
+    v9 = icmp eq v6, v8
+    brif v9, block2, block1(v7)
+block2:
+    v21 = iconst.i64 1
+    v22 = iconst.i64 2
+    return {result}"
+    )
+}
+
+#[test]
+fn verify_reports_a_wrong_merge_after_a_loop_counting_in_nan_payloads() {
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &nan_payload_loop(false),
+        &nan_payload_loop(true),
+        "",
+    );
+    assert!(reported, "{summary}");
+}
+
+/// A loop whose counter is one lane of a vector, stored to and reloaded from a stack slot at
+/// every pass (the register holding the loaded lane is the only scalar trace).
+fn vector_lane_loop(differs: bool) -> String {
+    let result = if differs { "v22" } else { "v21" };
+    format!(
+        "    ss0 = explicit_slot 16
+block0(v0: i64):
+    v1 = iconst.i32 0
+    v2 = splat.i32x4 v1
+    v10 = stack_addr.i64 ss0
+    store notrap aligned v2, v10
+    jump block1
+block1:
+    v11 = stack_addr.i64 ss0
+    v3 = load.i32x4 notrap aligned v11
+    v4 = iconst.i32 1
+    v5 = scalar_to_vector.i32x4 v4
+    v6 = iadd v3, v5
+    store notrap aligned v6, v11
+    v7 = extractlane v6, 0
+    v8 = iconst.i32 3000
+    v9 = icmp eq v7, v8
+    brif v9, block2, block1
+block2:
+    v21 = iconst.i64 1
+    v22 = iconst.i64 2
+    return {result}"
+    )
+}
+
+#[test]
+fn verify_reports_a_wrong_merge_after_a_loop_counting_in_a_vector_lane() {
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &vector_lane_loop(false),
+        &vector_lane_loop(true),
+        "",
+    );
+    assert!(reported, "{summary}");
+}
+
+/// A loop whose only changing state is memory nothing stored to, read lazily: it walks a list
+/// of pointers through unwritten memory (each word read is the next address), 1,500 steps, with
+/// the count kept in the heap word it stores at every pass.
+fn memory_counter_loop(differs: bool) -> String {
+    let result = if differs { "v22" } else { "v21" };
+    format!(
+        "block0(v0: i64):
+    v1 = iconst.i64 0x10000
+    v2 = iconst.i64 0
+    store notrap aligned v2, v1
+    jump block1
+block1:
+    v3 = iconst.i64 0x10000
+    v4 = load.i64 notrap aligned v3
+    v5 = iconst.i64 1
+    v6 = iadd v4, v5
+    store notrap aligned v6, v3
+    v7 = iconst.i64 1500
+    v8 = icmp eq v6, v7
+    brif v8, block2, block1
+block2:
+    v21 = iconst.i64 1
+    v22 = iconst.i64 2
+    return {result}"
+    )
+}
+
+#[test]
+fn verify_reports_a_wrong_merge_after_a_loop_counting_in_a_heap_word() {
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &memory_counter_loop(false),
+        &memory_counter_loop(true),
+        "",
+    );
+    assert!(reported, "{summary}");
+}
