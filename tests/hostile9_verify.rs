@@ -396,3 +396,59 @@ fn the_merge_through_two_thunks_is_right_given_the_depth() {
         assert_eq!(checked.inconclusive, 0, "{}", checked.summary());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Determinism.
+
+const BIN: &str = env!("CARGO_BIN_EXE_clif-merge");
+
+/// What `clif-merge --verify` prints on standard error for `text`, with `threads`.
+fn verify_output(text: &str, threads: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.clif");
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg(&path)
+        .args(["--mode", "aliases", "--verify", "--emit-clif", "/dev/null"])
+        .args(["--threads", threads])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Pairs of copies of the functions above (endless first runs and the shared fuel, deep
+/// recursion, loops past the cycle snapshot): each copy is merged into the other and run. The
+/// summary is the same with one thread and two, and with the functions in the other order.
+#[test]
+fn verify_gives_the_same_summary_with_any_thread_count_and_function_order() {
+    let bodies = [
+        ("(i64) -> i64", sum_below(false)),
+        ("(i64) -> i64", sum_below(true)),
+        ("(i64) -> i64", nan_payload_loop(false)),
+        ("(i64) -> i64", vector_lane_loop(true)),
+        ("(i64) -> i64", memory_counter_loop(false)),
+    ];
+    let mut functions = Vec::new();
+    for (i, (sig, body)) in bodies.iter().enumerate() {
+        for copy in 0..2 {
+            functions.push(format!("function %f{i}_{copy}{sig} {{\n{body}\n}}\n\n"));
+        }
+    }
+    let forward = functions.concat();
+    let backward: String = functions.iter().rev().map(String::as_str).collect();
+    let one = verify_output(&forward, "1");
+    assert!(one.contains("verify: 10 functions"), "{one}");
+    assert!(!one.contains(" 0 inconclusive"), "the endless first runs: {one}");
+    assert_eq!(verify_output(&forward, "2"), one);
+    let summary = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("verify:"))
+            .map(str::to_owned)
+    };
+    assert_eq!(summary(&verify_output(&backward, "2")), summary(&one));
+}
