@@ -141,3 +141,26 @@ fn a_refused_large_file_leaves_the_reader_as_it_was() {
     let alone = read_module_text(Path::new("big.clif"), &good, ReadOptions::default()).unwrap();
     assert_eq!(emit::module_to_clif(&module), emit::module_to_clif(&alone));
 }
+
+/// A name defined twice in a large file, the second time in a late piece: the error names the
+/// second definition's line and the first's, in pieces as whole.
+#[test]
+fn a_name_defined_twice_across_pieces_names_both_lines() {
+    let per_function = function(0).lines().count();
+    let text = large_file(COUNT, None).replacen("function %f1500(", "function %f3(", 1);
+    let pieces = read(&text).expect_err("%f3 twice");
+    let (first, second) = (3 + 3 * per_function, 3 + 1500 * per_function);
+    assert_eq!(
+        pieces,
+        format!("big.clif:{second}: function %f3 is defined twice: also at big.clif:{first}")
+    );
+    let whole = read(&format!("test verifier\n{text}")).expect_err("refused whole");
+    assert_eq!(
+        whole,
+        format!(
+            "big.clif:{}: function %f3 is defined twice: also at big.clif:{}",
+            second + 1,
+            first + 1
+        )
+    );
+}
