@@ -388,6 +388,7 @@ fn a_right_merge_whose_calls_go_through_two_thunks_passes_verify() {
 fn the_merge_through_two_thunks_is_right_given_the_depth() {
     let options = VerifyOptions {
         max_depth: 2000,
+        runs: 16,
         ..VerifyOptions::default()
     };
     for mode in [Mode::Safe, Mode::Thunks] {
@@ -409,7 +410,8 @@ fn verify_output(text: &str, threads: &str) -> String {
     std::fs::write(&path, text).unwrap();
     let out = std::process::Command::new(BIN)
         .arg(&path)
-        .args(["--mode", "aliases", "--verify", "--emit-clif", "/dev/null"])
+        .args(["--mode", "aliases", "--verify", "--verify-runs", "16"])
+        .args(["--emit-clif", "/dev/null"])
         .args(["--threads", threads])
         .output()
         .unwrap();
