@@ -65,8 +65,9 @@ block4:
 /// ones. All of them end within the fuel (50,000). But the first run (0) never ends, so every
 /// later run gets at most an eighth of the fuel (6,250) or four times the longest run that
 /// ended: each run that would tell the functions apart is cut short and counted inconclusive,
-/// and the wrong merge is reported "ok" (`0 mismatches`). Before the shared fuel
-/// (`e0f699e`), the run on -1 ended and found it. A function whose first run loops forever on
+/// and the wrong merge is reported "ok" (`0 mismatches`). With the whole fuel for every run
+/// (as before `e0f699e`), the run on -1 ends and tells them apart: without the endless run the
+/// same merge is found (the test after the next). A function whose first run loops forever on
 /// an argument of 0 (a null pointer, an empty queue waited on) is ordinary code.
 #[test]
 #[ignore = "defect: the fuel shared after an inconclusive run cuts every run that would tell a wrong merge apart; it is reported ok"]
@@ -164,7 +165,8 @@ block0(v0: i64):
 /// The runs of `%g` deeper than 512 calls end natively (a recursion of a thousand small
 /// frames), but `--verify` stops them at 512 calls in progress (inconclusive): the runs deeper
 /// than 600, the only ones that tell the planted merge apart, are all cut, and it is reported
-/// "ok". The bound was 2,000 before `936c5af`.
+/// "ok" (the edge values -1 and MAX are 1,023 deep). The bound was 2,000 before `936c5af`,
+/// which would have run them to the end.
 #[test]
 #[ignore = "defect: runs deeper than 512 calls are inconclusive, so a wrong merge told apart only there is reported ok"]
 fn verify_reports_a_wrong_merge_told_apart_only_deeper_than_512_calls() {
