@@ -1,0 +1,198 @@
+//! hostile9: `--similar`'s judge (a group's members measured once for both ways of writing it)
+//! against the rule "never a byte more than exact merging" with `-o`.
+//!
+//! The judge counts members of equal machine code once (the object folds them anyway), but
+//! only among the group's own members: a member whose machine code equals a function outside
+//! the group is free in the exact object (folded into that function) and is still credited as
+//! removed bytes. The group is then kept, the member becomes a thunk, the outside function
+//! can no longer fold into anything, and the object grows.
+
+use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
+use clif_merge::pipeline::{PipelineOptions, run};
+use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_module_text};
+use std::path::Path;
+
+const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
+const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
+
+fn object(target: &str, mode: Mode) -> ObjectOptions {
+    ObjectOptions {
+        target: parse_target(target).unwrap(),
+        opt_level: OptLevel::Speed,
+        isa: IsaSettings::default(),
+        function_sections: false,
+        mode,
+        fold_machine_code: true,
+    }
+}
+
+/// `.text` bytes of `module` merged in `mode` for `target`, with `--similar` or without, and
+/// the number of similar groups merged.
+fn text_bytes(module: &ClifModule, target: &str, mode: Mode, similar: bool) -> (u64, usize) {
+    let options = PipelineOptions {
+        merge: MergeOptions {
+            mode,
+            similar: similar.then(SimilarOptions::default),
+            ..MergeOptions::default()
+        },
+        object: Some(object(target, mode)),
+        ..Default::default()
+    };
+    let out = run(module.clone(), &options).expect("the module compiles");
+    let groups = out.report.similar.iter().flatten().count();
+    (out.object.expect("an object").report.text_bytes, groups)
+}
+
+/// `%name(x, a)`: twelve steps `x ← (x·a ⊕ k) + x`, and, with `dead`, an unused constant at
+/// the end (the CLIF differs, the machine code does not).
+fn steps(name: &str, k: i64, dead: bool) -> String {
+    let mut t = format!("function %{name}(i64, i64) -> i64 {{\nblock0(v0: i64, v1: i64):\n");
+    t += &format!("    v2 = iconst.i64 {k}\n");
+    let (mut prev, mut n) = ("v0".to_string(), 3);
+    for _ in 0..12 {
+        t += &format!("    v{n} = imul {prev}, v1\n");
+        t += &format!("    v{} = bxor v{n}, v2\n", n + 1);
+        t += &format!("    v{} = iadd v{}, {prev}\n", n + 2, n + 1);
+        prev = format!("v{}", n + 2);
+        n += 3;
+    }
+    if dead {
+        t += &format!("    v{n} = iconst.i64 99\n");
+    }
+    t + &format!("    return {prev}\n}}\n\n")
+}
+
+/// `%a` and `%b` differ only in a constant: a similar group. `%c` is `%a` with an unused
+/// constant: not equal to it as CLIF (no exact merge, no member of the group), but the same
+/// machine code, folded into `%a`'s in the exact object. x86_64: exact 359 bytes (safe; 354
+/// aliases), `--similar` 380; aarch64: 328 (324), `--similar` 372. `clif-merge fold.clif -o
+/// x.o` against the same with `--similar`.
+#[test]
+#[ignore = "defect: a member whose machine code an outside function shares is credited as removed; --similar grows the object"]
+fn similar_never_gives_more_text_when_a_member_folds_with_an_outside_function() {
+    let text = steps("a", 5, false) + &steps("b", 7, false) + &steps("c", 5, true);
+    let module = read_module_text(Path::new("fold.clif"), &text, ReadOptions::default()).unwrap();
+    let mut grown = Vec::new();
+    for target in TARGETS {
+        for mode in MODES {
+            let (exact, _) = text_bytes(&module, target, mode, false);
+            let (similar, groups) = text_bytes(&module, target, mode, true);
+            if similar > exact {
+                grown.push(format!(
+                    "{target} {mode:?}: exact {exact}, --similar {similar} ({groups} groups)"
+                ));
+            }
+        }
+    }
+    assert!(grown.is_empty(), "{grown:#?}");
+}
+
+/// The held neighbour: without `%c`, the same group saves on both targets in every mode.
+#[test]
+fn the_group_alone_saves() {
+    let text = steps("a", 5, false) + &steps("b", 7, false);
+    let module = read_module_text(Path::new("two.clif"), &text, ReadOptions::default()).unwrap();
+    for target in TARGETS {
+        for mode in MODES {
+            let (exact, _) = text_bytes(&module, target, mode, false);
+            let (similar, groups) = text_bytes(&module, target, mode, true);
+            assert_eq!(groups, 1, "{target} {mode:?}");
+            assert!(similar < exact, "{target} {mode:?}: {exact} -> {similar}");
+        }
+    }
+}
+
+/// A local member `%name` of six parameters (every argument register of x86_64's System V
+/// convention: the constant the shared body takes goes on the stack), `steps` multiplications
+/// and exclusive ors with the constant `k`.
+fn six_parameter_member(name: &str, k: i64, steps: usize) -> String {
+    let mut t = format!(
+        "; linkage: %{name} local\nfunction %{name}(i64, i64, i64, i64, i64, i64) -> i64 {{\n\
+         block0(v0: i64, v1: i64, v2: i64, v3: i64, v4: i64, v5: i64):\n    v20 = iconst.i64 {k}\n"
+    );
+    let (mut prev, mut n) = ("v0".to_string(), 21);
+    for s in 0..steps {
+        t += &format!("    v{n} = imul {prev}, v{}\n", 1 + s % 5);
+        t += &format!("    v{} = bxor v{n}, v20\n", n + 1);
+        prev = format!("v{}", n + 1);
+        n += 2;
+    }
+    t + &format!("    return {prev}\n}}\n\n")
+}
+
+/// Caller `i` of `%callee`: `wrapper` only calls it (its call site grows by a stack argument
+/// and the frame to pass it, 17 bytes on x86_64); otherwise it first calls `%other` with eight
+/// arguments (two on the stack: the frame is there, the site grows by 9 bytes). A chain of
+/// `i + 1` steps of its own keeps callers from being similar to each other.
+fn caller(i: usize, callee: &str, wrapper: bool) -> String {
+    let args = "v0, v1, v2, v3, v4, v5";
+    let mut t = format!(
+        "function %c{i}(i64, i64, i64, i64, i64, i64) -> i64 {{\n    fn0 = %{callee}(i64, i64, i64, i64, i64, i64) -> i64\n"
+    );
+    if !wrapper {
+        t += "    fn1 = %other(i64, i64, i64, i64, i64, i64, i64, i64) -> i64\n";
+    }
+    t += "block0(v0: i64, v1: i64, v2: i64, v3: i64, v4: i64, v5: i64):\n";
+    let mut prev = "v50".to_string();
+    if wrapper {
+        t += &format!("    v50 = call fn0({args})\n");
+    } else {
+        t += &format!("    v49 = call fn1({args}, v0, v1)\n    v48 = call fn0({args})\n");
+        t += "    v50 = iadd v49, v48\n";
+    }
+    t += &format!("    v99 = iconst.i64 {}\n", 1000 + i);
+    for j in 0..=i {
+        let op = ["iadd", "imul", "bxor"][j % 3];
+        t += &format!("    v{} = {op} {prev}, v99\n", 200 + j);
+        prev = format!("v{}", 200 + j);
+    }
+    t + &format!("    return {prev}\n}}\n\n")
+}
+
+/// The judge compiles the first 16 callers of a group's removed members (in output order)
+/// before and after their calls are redirected, and prices every other call site at their
+/// average. `%a` and `%b` (60 steps, constants 5 and 7) are called by 16 callers whose sites
+/// grow by 9 bytes, then by 40 wrappers whose sites grow by 17: the 40 are priced at 9, the
+/// group is kept, and x86_64's `.text` grows from 14,660 bytes to 14,979 (safe and aliases).
+/// The same callers with the wrappers first: the group is measured as it is and left alone.
+#[test]
+#[ignore = "defect: call sites past the 16 measured callers are priced at their average; cheaper callers first keep a group that grows the object"]
+fn similar_never_gives_more_text_when_the_measured_callers_are_the_cheap_ones() {
+    let mut text = six_parameter_member("a", 5, 60) + &six_parameter_member("b", 7, 60);
+    for i in 0..56 {
+        text += &caller(i, ["a", "b"][i % 2], i >= 16);
+    }
+    let module =
+        read_module_text(Path::new("callers.clif"), &text, ReadOptions::default()).unwrap();
+    let mut grown = Vec::new();
+    for target in TARGETS {
+        for mode in MODES {
+            let (exact, _) = text_bytes(&module, target, mode, false);
+            let (similar, groups) = text_bytes(&module, target, mode, true);
+            if similar > exact {
+                grown.push(format!(
+                    "{target} {mode:?}: exact {exact}, --similar {similar} ({groups} groups)"
+                ));
+            }
+        }
+    }
+    assert!(grown.is_empty(), "{grown:#?}");
+}
+
+/// The held neighbour: the wrappers first, the judge measures what they cost and leaves the
+/// group alone on x86_64.
+#[test]
+fn the_expensive_callers_measured_first_keep_the_group_out() {
+    let mut text = six_parameter_member("a", 5, 60) + &six_parameter_member("b", 7, 60);
+    for i in 0..56 {
+        text += &caller(i, ["a", "b"][i % 2], i < 40);
+    }
+    let module =
+        read_module_text(Path::new("callers.clif"), &text, ReadOptions::default()).unwrap();
+    for mode in [Mode::Safe, Mode::Aliases] {
+        let (exact, _) = text_bytes(&module, TARGETS[0], mode, false);
+        let (similar, groups) = text_bytes(&module, TARGETS[0], mode, true);
+        assert_eq!(groups, 0, "{mode:?}");
+        assert_eq!(similar, exact, "{mode:?}");
+    }
+}
