@@ -323,3 +323,64 @@ fn codegen_message(error: &cranelift_codegen::CodegenError) -> String {
         other => format!("{other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ObjectOptions, OptLevel, parse_target, write_object, write_object_using};
+    use super::CodeCache;
+    use crate::module::ClifModule;
+    use crate::{Mode, ReadOptions, read_module_text};
+    use std::path::Path;
+
+    fn module(text: &str) -> ClifModule {
+        read_module_text(Path::new("m.clif"), text, ReadOptions::default()).unwrap()
+    }
+
+    fn options() -> ObjectOptions {
+        ObjectOptions {
+            target: parse_target("x86_64-unknown-linux-gnu").unwrap(),
+            opt_level: OptLevel::Speed,
+            isa: Default::default(),
+            function_sections: false,
+            mode: Mode::Safe,
+            fold_machine_code: true,
+        }
+    }
+
+    /// `u0:0` calls `CALLEE` and adds 3. User names (`u0:N`) are the function's parameters,
+    /// not its stencil, so that two callers of other names have one stencil.
+    const CALLER: &str = "function u0:0(i64) -> i64 {\n    fn0 = CALLEE(i64) -> i64\n\
+                          block0(v0: i64):\n    v1 = call fn0(v0)\n    v3 = iconst.i64 3\n    \
+                          v2 = iadd v1, v3\n    return v2\n}\n";
+
+    /// `u0:1` and `u0:2`, and `u0:9` first when `zero`.
+    fn callees(zero: bool) -> String {
+        let add = |name: &str, k: i64| {
+            format!(
+                "function {name}(i64) -> i64 {{\nblock0(v0: i64):\n    v2 = iconst.i64 {k}\n    \
+                 v1 = iadd v0, v2\n    return v1\n}}\n\n"
+            )
+        };
+        let zero = if zero { add("u0:9", 9) } else { String::new() };
+        zero + &add("u0:1", 1) + &add("u0:2", 2)
+    }
+
+    /// Code taken from the cache is what compiling would give: a function that calls another
+    /// name (the same instructions) is compiled again, and one whose callee's slot moved (a
+    /// function added before it) keeps its code with the relocation given the new slot.
+    #[test]
+    fn cached_code_is_the_code_compiling_gives() {
+        let cache = CodeCache::default();
+        let first = module(&(callees(false) + &CALLER.replace("CALLEE", "u0:1")));
+        let written = write_object_using(&first, 0, &options(), &[], Some(&cache)).unwrap();
+        let compiled = write_object(&first, 0, &options()).unwrap();
+        assert_eq!(written.bytes, compiled.bytes);
+        let other_callee = module(&(callees(false) + &CALLER.replace("CALLEE", "u0:2")));
+        let moved = module(&(callees(true) + &CALLER.replace("CALLEE", "u0:1")));
+        for changed in [other_callee, moved] {
+            let cached = write_object_using(&changed, 0, &options(), &[], Some(&cache)).unwrap();
+            let compiled = write_object(&changed, 0, &options()).unwrap();
+            assert_eq!(cached.bytes, compiled.bytes);
+        }
+    }
+}
