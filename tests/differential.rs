@@ -1687,11 +1687,78 @@ fn tally_with(
                     eprintln!("+++ module\n{}", clif_merge::emit::module_to_clif(merged));
                 }
             }
+            save_unsettled(original, &as_run, &corrupted.function(id).func);
             *tally.indistinct.entry(kind).or_default() += 1;
         } else {
             *tally.missed.entry(kind).or_default() += 1;
         }
     }
+}
+
+/// With `MUT_SAVE=DIR`, writes a mutant no tuple tells apart to `DIR` (`N.original.clif`, the
+/// module as the check runs it `N.run.clif`, the mutant `N.mutant.clif`), so that
+/// `reprove_saved_mutants` can run the proof of equivalence on it again.
+fn save_unsettled(original: &ClifModule, as_run: &ClifModule, mutant: &Function) {
+    static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("MUT_SAVE") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    std::fs::create_dir_all(dir).unwrap();
+    let write = |what: &str, text: String| {
+        std::fs::write(dir.join(format!("{n:02}.{what}.clif")), text).unwrap();
+    };
+    write("original", clif_merge::emit::module_to_clif(original));
+    write("run", clif_merge::emit::module_to_clif(as_run));
+    write("mutant", mutant.to_string());
+}
+
+/// The proof of equivalence on each mutant [`save_unsettled`] wrote to `MUT_SAVE` (with
+/// `EQUIV_DEBUG=1`, what it does not model): `MUT_SAVE=DIR cargo test --test differential --
+/// --ignored reprove_saved_mutants --nocapture`.
+#[test]
+#[ignore = "reads MUT_SAVE"]
+fn reprove_saved_mutants() {
+    let Some(dir) = std::env::var_os("MUT_SAVE") else {
+        eprintln!("note: skipping: MUT_SAVE is not set");
+        return;
+    };
+    let dir = Path::new(&dir);
+    let read = |path: std::path::PathBuf| {
+        clif_merge::read_files(&[path], Default::default()).expect("a saved module reads")
+    };
+    let mut mutants: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".mutant.clif"))
+        .collect();
+    mutants.sort();
+    let mut proven = 0;
+    for path in &mutants {
+        let stem = path
+            .to_string_lossy()
+            .trim_end_matches(".mutant.clif")
+            .to_string();
+        let original = read(format!("{stem}.original.clif").into());
+        let as_run = read(format!("{stem}.run.clif").into());
+        let text = std::fs::read_to_string(path).unwrap();
+        let mutant = cranelift_reader::parse_functions(&text).unwrap().remove(0);
+        let name = FuncName::of_function(&mutant);
+        let func = &as_run.function(as_run.resolve(&name).unwrap()).func;
+        let params = common::live::LiveParams::of(&as_run, &original);
+        let targets = |k: usize| params.targets_of(&name, k);
+        let split: Vec<_> = (0..func.signature.params.len()).map(targets).collect();
+        eprintln!("{}: address parameters: {split:?}", path.display());
+        let ok = common::equivalence::proven_equivalent(func, &mutant, &as_run, &targets);
+        proven += usize::from(ok);
+        eprintln!(
+            "{}: {name}: {}",
+            path.display(),
+            if ok { "proven" } else { "not proven" }
+        );
+    }
+    eprintln!("{proven} of {} proven equivalent", mutants.len());
 }
 
 /// The mutation check of issue 25 over `n` generated modules: after an exact and a similar

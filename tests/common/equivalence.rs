@@ -25,7 +25,9 @@
 
 use clif_merge::{ClifModule, FuncName};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{BlockArg, Function, Inst, InstructionData, Opcode, Type, Value};
+use cranelift_codegen::ir::{
+    BlockArg, Function, Inst, InstructionData, Opcode, TrapCode, Type, Value,
+};
 use std::collections::HashMap;
 
 /// A term, by its number in the [`Terms`] that made it.
@@ -209,8 +211,11 @@ fn fold(data: &InstructionData, ty: Type, args: &[(u128, Type)]) -> Option<u128>
         Opcode::Sdiv if a(1) != 0 && !(sa(1) == -1 && sa(0) == signed_min(args[0].1)) => {
             sa(0).wrapping_div(sa(1)) as u128
         }
-        // `srem` by -1 does not trap: it is 0.
-        Opcode::Srem if a(1) != 0 => sa(0).wrapping_rem(sa(1)) as u128,
+        // `srem` of the least value by -1 traps as `sdiv` does, in the interpreter the check
+        // runs on.
+        Opcode::Srem if a(1) != 0 && !(sa(1) == -1 && sa(0) == signed_min(args[0].1)) => {
+            sa(0).wrapping_rem(sa(1)) as u128
+        }
         Opcode::Icmp => {
             let cond = data.cond_code()?;
             let (x, y, sx, sy) = (a(0), a(1), sa(0), sa(1));
@@ -276,6 +281,21 @@ fn known_bits(data: &InstructionData, ty: Type, args: &[Known]) -> (u128, u128) 
         _ => (0, 0),
     };
     (known & full, bits & known & full)
+}
+
+/// What an integer division does (see `Run::division`).
+enum Division {
+    Computes,
+    Traps(String),
+    /// It traps when the divisor is zero, else computes.
+    TrapsIfZero,
+}
+
+fn is_division(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::Udiv | Opcode::Sdiv | Opcode::Urem | Opcode::Srem
+    )
 }
 
 /// The immediates of a pure instruction of one of the formats evaluated, as text.
@@ -491,7 +511,26 @@ impl<'a> Run<'a, '_> {
                     set(&mut st, results[0], k);
                     advance(&mut st);
                 }
-                _ if pure(op) || self.division_cannot_trap(op, &args) => {
+                _ if is_division(op) => {
+                    let on_zero = || Tree::Trap(TrapCode::INTEGER_DIVISION_BY_ZERO.to_string());
+                    match Self::division(op, &args) {
+                        Some(Division::Traps(code)) => return Some(Tree::Trap(code)),
+                        Some(Division::Computes) => {
+                            let k = self.operation(func, inst, &args)?;
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                        }
+                        Some(Division::TrapsIfZero) => {
+                            let k = self.operation(func, inst, &args)?;
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                            let on = self.run(st)?;
+                            return self.fork(args[1].term, on, on_zero());
+                        }
+                        None => return self.not_modelled(func, inst),
+                    }
+                }
+                _ if pure(op) => {
                     if results.len() != 1 {
                         return None;
                     }
@@ -633,36 +672,41 @@ impl<'a> Run<'a, '_> {
                         Err(trap) => return Some(Tree::Trap(trap)),
                     }
                 }
-                _ => {
-                    if std::env::var_os("EQUIV_DEBUG").is_some() {
-                        eprintln!("equivalence: not modelled: {}", dfg.display_inst(inst));
-                    }
-                    return None;
-                }
+                _ => return self.not_modelled(func, inst),
             }
         }
     }
 
-    /// Whether `op` is a division whose divisor is known not to be zero (nor, for `sdiv`, -1
-    /// with a dividend that may be the least signed value).
-    fn division_cannot_trap(&self, op: Opcode, args: &[Known]) -> bool {
-        if args.len() != 2 {
-            return false;
+    /// None: `inst` is not modelled (`EQUIV_DEBUG` names it).
+    fn not_modelled(&self, func: &Function, inst: Inst) -> Option<Tree> {
+        if std::env::var_os("EQUIV_DEBUG").is_some() {
+            eprintln!("equivalence: not modelled: {}", func.dfg.display_inst(inst));
         }
-        let nonzero = args[1].is_zero() == Some(false);
-        match op {
-            Opcode::Udiv | Opcode::Urem | Opcode::Srem => nonzero,
-            Opcode::Sdiv => {
-                // A known zero bit: not -1; or a dividend known not to be the least value.
-                let (divisor, dividend) = (&args[1], &args[0]);
-                let not_minus_one = divisor.known & !divisor.bits & full_mask(divisor.ty) != 0;
-                let not_least = dividend
-                    .constant()
-                    .is_some_and(|c| signed(c, dividend.ty) != signed_min(dividend.ty));
-                nonzero && (not_minus_one || not_least)
+        None
+    }
+
+    /// What the integer division `op` (`udiv`, `sdiv`, `urem`, `srem`) of `args` does as the
+    /// interpreter the check runs on does it (a signed one of the least value by -1 traps,
+    /// `srem` too); None when a signed one may overflow and it is not known whether it does.
+    fn division(op: Opcode, args: &[Known]) -> Option<Division> {
+        let (dividend, divisor) = (&args[0], &args[1]);
+        if matches!(op, Opcode::Sdiv | Opcode::Srem) {
+            // A known bit that -1 or the least value does not have: no overflow.
+            let full = full_mask(divisor.ty);
+            let not_minus_one = divisor.known & !divisor.bits & full != 0;
+            let least = signed_min(dividend.ty) as u128 & full_mask(dividend.ty);
+            let not_least = dividend.known & (dividend.bits ^ least) != 0;
+            if !(not_minus_one || not_least) {
+                // Both known: the least value by -1.
+                let known = dividend.constant().and(divisor.constant()).is_some();
+                return known.then(|| Division::Traps(TrapCode::INTEGER_OVERFLOW.to_string()));
             }
-            _ => false,
         }
+        Some(match divisor.is_zero() {
+            Some(true) => Division::Traps(TrapCode::INTEGER_DIVISION_BY_ZERO.to_string()),
+            Some(false) => Division::Computes,
+            None => Division::TrapsIfZero,
+        })
     }
 
     /// The value of the pure instruction `inst` on `args`.
@@ -906,9 +950,10 @@ enum ParamCase {
     Address(FuncName),
 }
 
-/// The cases of the split, each a case per parameter: an integer parameter by the bits of the
-/// module's small masks, a parameter that only ever holds the address of one of a few functions
-/// (`targets`) by that function; at most [`CASES`] cases, the parameters first in order first.
+/// The cases of the split, each a case per parameter: a parameter that only ever holds the
+/// address of one of a few functions (`targets`) by that function, then an integer parameter
+/// by the bits of the module's small masks; at most [`CASES`] cases, the address parameters
+/// first (they decide which code runs), then the others in order.
 fn cases(
     func: &Function,
     module: &ClifModule,
@@ -916,20 +961,38 @@ fn cases(
 ) -> Vec<Vec<ParamCase>> {
     let entry = func.layout.entry_block().expect("an entry block");
     let mask = split_mask(module);
+    let params = func.dfg.block_params(entry);
+    let options: Vec<Vec<ParamCase>> = (params.iter().enumerate())
+        .map(|(i, &p)| {
+            let ty = func.dfg.value_type(p);
+            let m = mask & full_mask(ty);
+            if let Some(names) = targets(i) {
+                names.into_iter().map(ParamCase::Address).collect()
+            } else if ty.is_int() && m != 0 {
+                (0..1u128 << m.count_ones())
+                    .map(|n| ParamCase::Bits(m, spread(n, m)))
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let mut split = vec![false; params.len()];
+    let mut count = 1;
+    let addresses =
+        (0..params.len()).filter(|&i| matches!(options[i].first(), Some(ParamCase::Address(_))));
+    let others =
+        (0..params.len()).filter(|&i| !matches!(options[i].first(), Some(ParamCase::Address(_))));
+    for i in addresses.chain(others) {
+        let n = options[i].len();
+        if n > 0 && count * n <= CASES {
+            split[i] = true;
+            count *= n;
+        }
+    }
     let mut cases = vec![Vec::new()];
-    for (i, &p) in func.dfg.block_params(entry).iter().enumerate() {
-        let ty = func.dfg.value_type(p);
-        let m = mask & full_mask(ty);
-        let options: Vec<ParamCase> = if let Some(names) = targets(i) {
-            names.into_iter().map(ParamCase::Address).collect()
-        } else if ty.is_int() && m != 0 {
-            (0..1u128 << m.count_ones())
-                .map(|n| ParamCase::Bits(m, spread(n, m)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if options.is_empty() || cases.len() * options.len() > CASES {
+    for (i, options) in options.into_iter().enumerate() {
+        if !split[i] {
             cases.iter_mut().for_each(|c| c.push(ParamCase::Free));
             continue;
         }
@@ -1017,6 +1080,73 @@ pub fn proven_equivalent(
             run.run(st)
         };
         let before = tree(func, &mut terms);
-        before.is_some() && before == tree(mutant, &mut terms)
+        let after = tree(mutant, &mut terms);
+        if std::env::var_os("EQUIV_DEBUG").is_some() && (before.is_none() || before != after) {
+            debug_difference(&terms, before.as_ref(), after.as_ref());
+        }
+        before.is_some() && before == after
     })
+}
+
+/// Prints where the trees of a case first differ (`EQUIV_DEBUG`).
+fn debug_difference(terms: &Terms, before: Option<&Tree>, after: Option<&Tree>) {
+    let (Some(mut a), Some(mut b)) = (before, after) else {
+        let side = if before.is_none() {
+            "the original"
+        } else {
+            "the mutant"
+        };
+        eprintln!("equivalence: {side} is not modelled");
+        return;
+    };
+    let mut path = Vec::new();
+    loop {
+        match (a, b) {
+            (Tree::Event(x, xs, ra), Tree::Event(y, ys, rb)) if x == y && xs == ys => {
+                path.push(x.clone());
+                (a, b) = (ra, rb);
+            }
+            (Tree::Fork(x, ta, ea), Tree::Fork(y, tb, eb)) if x == y => {
+                if ta != tb {
+                    path.push(format!("if {}", show(terms, *x, 3)));
+                    (a, b) = (ta, tb);
+                } else {
+                    path.push(format!("if not {}", show(terms, *x, 3)));
+                    (a, b) = (ea, eb);
+                }
+            }
+            _ => break,
+        }
+    }
+    eprintln!(
+        "equivalence: after {path:?}:\n  original: {}\n  mutant:   {}",
+        show_tree(terms, a),
+        show_tree(terms, b)
+    );
+}
+
+fn show_tree(terms: &Terms, tree: &Tree) -> String {
+    let list = |ts: &[Term]| -> Vec<String> { ts.iter().map(|&t| show(terms, t, 3)).collect() };
+    match tree {
+        Tree::Return(ts) => format!("return {:?}", list(ts)),
+        Tree::Trap(code) => format!("trap {code}"),
+        Tree::Event(kind, ts, _) => format!("{kind} {:?} ...", list(ts)),
+        Tree::Fork(t, _, _) => format!("fork on {} ...", show(terms, *t, 3)),
+    }
+}
+
+/// A term as text, `depth` levels deep.
+fn show(terms: &Terms, t: Term, depth: usize) -> String {
+    match &terms.nodes[t as usize] {
+        _ if depth == 0 => format!("t{t}"),
+        Node::Const(ty, c) => format!("{ty} {c:#x}"),
+        Node::Param(i) => format!("p{i}"),
+        Node::Op(key, args) => {
+            let args: Vec<String> = args.iter().map(|&a| show(terms, a, depth - 1)).collect();
+            format!("({key} {})", args.join(" "))
+        }
+        Node::Result(n, k) => format!("event{n}.{k}"),
+        Node::Func(name) => format!("&{name}"),
+        Node::Slot(frame, slot, offset) => format!("frame{frame}.ss{slot}+{offset}"),
+    }
 }
