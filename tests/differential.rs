@@ -1687,11 +1687,78 @@ fn tally_with(
                     eprintln!("+++ module\n{}", clif_merge::emit::module_to_clif(merged));
                 }
             }
+            save_unsettled(original, &as_run, &corrupted.function(id).func);
             *tally.indistinct.entry(kind).or_default() += 1;
         } else {
             *tally.missed.entry(kind).or_default() += 1;
         }
     }
+}
+
+/// With `MUT_SAVE=DIR`, writes a mutant no tuple tells apart to `DIR` (`N.original.clif`, the
+/// module as the check runs it `N.run.clif`, the mutant `N.mutant.clif`), so that
+/// `reprove_saved_mutants` can run the proof of equivalence on it again.
+fn save_unsettled(original: &ClifModule, as_run: &ClifModule, mutant: &Function) {
+    static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("MUT_SAVE") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    std::fs::create_dir_all(dir).unwrap();
+    let write = |what: &str, text: String| {
+        std::fs::write(dir.join(format!("{n:02}.{what}.clif")), text).unwrap();
+    };
+    write("original", clif_merge::emit::module_to_clif(original));
+    write("run", clif_merge::emit::module_to_clif(as_run));
+    write("mutant", mutant.to_string());
+}
+
+/// The proof of equivalence on each mutant [`save_unsettled`] wrote to `MUT_SAVE` (with
+/// `EQUIV_DEBUG=1`, what it does not model): `MUT_SAVE=DIR cargo test --test differential --
+/// --ignored reprove_saved_mutants --nocapture`.
+#[test]
+#[ignore = "reads MUT_SAVE"]
+fn reprove_saved_mutants() {
+    let Some(dir) = std::env::var_os("MUT_SAVE") else {
+        eprintln!("note: skipping: MUT_SAVE is not set");
+        return;
+    };
+    let dir = Path::new(&dir);
+    let read = |path: std::path::PathBuf| {
+        clif_merge::read_files(&[path], Default::default()).expect("a saved module reads")
+    };
+    let mut mutants: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".mutant.clif"))
+        .collect();
+    mutants.sort();
+    let mut proven = 0;
+    for path in &mutants {
+        let stem = path
+            .to_string_lossy()
+            .trim_end_matches(".mutant.clif")
+            .to_string();
+        let original = read(format!("{stem}.original.clif").into());
+        let as_run = read(format!("{stem}.run.clif").into());
+        let text = std::fs::read_to_string(path).unwrap();
+        let mutant = cranelift_reader::parse_functions(&text).unwrap().remove(0);
+        let name = FuncName::of_function(&mutant);
+        let func = &as_run.function(as_run.resolve(&name).unwrap()).func;
+        let params = common::live::LiveParams::of(&as_run, &original);
+        let targets = |k: usize| params.targets_of(&name, k);
+        let split: Vec<_> = (0..func.signature.params.len()).map(targets).collect();
+        eprintln!("{}: address parameters: {split:?}", path.display());
+        let ok = common::equivalence::proven_equivalent(func, &mutant, &as_run, &targets);
+        proven += usize::from(ok);
+        eprintln!(
+            "{}: {name}: {}",
+            path.display(),
+            if ok { "proven" } else { "not proven" }
+        );
+    }
+    eprintln!("{proven} of {} proven equivalent", mutants.len());
 }
 
 /// The mutation check of issue 25 over `n` generated modules: after an exact and a similar
@@ -2062,6 +2129,308 @@ block3(v6: i64):
     }
 }
 
+/// Whether `%f` of `text(mutant)` is proven to do what `%f` of `text(original)` does, the
+/// module's functions `entries` (and no other) called by the check itself: a parameter of
+/// another function to which every call passes a `func_addr` is split by those functions.
+fn proven_equivalent_with_entries(
+    text: &dyn Fn(&str) -> String,
+    original: &str,
+    mutant: &str,
+    entries: &[&str],
+) -> bool {
+    let name = FuncName::parse("%f").unwrap();
+    let module = module_from_text(&text(original), &[]);
+    let changed = module_from_text(&text(mutant), &[]);
+    let mut called = ClifModule::new();
+    for mf in module.functions() {
+        if entries.contains(&mf.name.to_string().as_str()) {
+            called
+                .define((*mf.func).clone(), SymbolLinkage::Export, None)
+                .unwrap();
+        }
+    }
+    let params = common::live::LiveParams::of(&module, &called);
+    let func = &module.function(module.resolve(&name).unwrap()).func;
+    let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
+    let targets = |k: usize| params.targets_of(&name, k);
+    common::equivalence::proven_equivalent(func, mutant, &module, &targets)
+}
+
+/// The symbolic proof of equivalence with divisions as the interpreter the check runs on does
+/// them: by zero they trap (a known zero divisor: always; an unknown one: a fork on it), a
+/// signed one of the least value by -1 traps (`srem` too: not 0). A division whose result
+/// nothing uses is equivalent to another that traps on the same inputs, not to one that traps
+/// on others; what follows a division by zero is never run.
+#[test]
+fn equivalence_of_divisions_that_may_trap() {
+    let text = |division: &str| {
+        format!(
+            "function %f(i64, i64) -> i64 {{
+block0(v0: i64, v1: i64):
+    v2 = {division}
+    v3 = iconst.i64 5
+    return v3
+}}"
+        )
+    };
+    for (original, mutant, equivalent) in [
+        ("udiv v0, v1", "urem v0, v1", true),
+        ("udiv v0, v1", "udiv v1, v0", false),
+        ("udiv v0, v1", "udiv v0, v0", false),
+        // Both trap by zero and on the least value by -1, in the interpreter.
+        ("srem v0, v1", "sdiv v0, v1", true),
+        ("srem v0, v1", "urem v0, v1", false),
+        ("sdiv v0, v1", "udiv v0, v1", false),
+    ] {
+        assert_eq!(
+            proven_equivalent(&text, original, mutant),
+            equivalent,
+            "{original} made {mutant}"
+        );
+    }
+    // The least value by -1: `srem` traps as `sdiv` does (the proof once folded it to 0, the
+    // value of `srem` by 1).
+    let least = |by: &str, returned: &str| {
+        format!(
+            "function %f(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 0x8000_0000_0000_0000
+    v2 = iconst.i64 {by}
+    v3 = srem v1, v2
+    v4 = iconst.i64 0
+    return {returned}
+}}"
+        )
+    };
+    for ((by, returned), (by_after, returned_after), equivalent) in [
+        (("-1", "v3"), ("1", "v3"), false),
+        (("-1", "v3"), ("-1", "v4"), true),
+        (("0", "v3"), ("0", "v4"), true),
+        (("1", "v3"), ("1", "v1"), false),
+        (("1", "v3"), ("1", "v4"), true),
+    ] {
+        let text = |t: &str| t.to_string();
+        let (original, mutant) = (least(by, returned), least(by_after, returned_after));
+        assert_eq!(
+            proven_equivalent(&text, &original, &mutant),
+            equivalent,
+            "{original}\nmade\n{mutant}"
+        );
+    }
+}
+
+/// The symbolic proof of equivalence with loads inside a stack slot of their own frame: such a
+/// load cannot fault and is no event, so one whose value nothing uses may change its offset
+/// within the slot; not past either end (it may fault there), nor when the value is returned
+/// (another place of a slot nothing stored to: what it holds is not known).
+#[test]
+fn equivalence_of_loads_from_a_stack_slot() {
+    let text = |load: &str| {
+        format!(
+            "function %f(i64) -> i64 {{
+    ss0 = explicit_slot 16
+block0(v0: i64):
+    v1 = stack_addr.i64 ss0
+    {load}
+    return v0
+}}"
+        )
+    };
+    for (original, mutant, equivalent) in [
+        ("v2 = load.i64 v1", "v2 = load.i64 v1+8", true),
+        ("v2 = load.i64 v1", "v2 = load.i64 v1+12", false),
+        ("v2 = load.i64 v1", "v2 = load.i64 v1-4", false),
+    ] {
+        assert_eq!(
+            proven_equivalent(&text, original, mutant),
+            equivalent,
+            "{original} made {mutant}"
+        );
+    }
+    let returned = |offset: &str| {
+        format!(
+            "function %f(i64) -> i64 {{
+    ss0 = explicit_slot 16
+block0(v0: i64):
+    v1 = stack_addr.i64 ss0
+    v2 = load.i64 v1{offset}
+    return v2
+}}"
+        )
+    };
+    let text = |t: &str| t.to_string();
+    assert!(!proven_equivalent(&text, &returned(""), &returned("+8")));
+    assert!(proven_equivalent(&text, &returned("+8"), &returned("+8")));
+}
+
+/// The symbolic proof of equivalence through a branch on a value of which at most two bits are
+/// not known (`umulhi v1, 3` is at most 2): it runs once per value, each with that value known,
+/// so that a recursion on it ends. Equivalent when the callee does nothing observable whatever
+/// the depth (the original masks with 3); not when it calls an import at depth 3, which the
+/// original reaches and the mutant never does.
+#[test]
+fn equivalence_over_the_few_values_of_a_branch_condition() {
+    let text = |op: &str, at_three: &str| {
+        format!(
+            "function %g(i64) {{
+    sig0 = (i64) system_v
+    sig1 = (i64) -> i64 system_v
+    fn0 = %g sig0
+    fn1 = %x sig1
+block0(v0: i64):
+    v1 = iconst.i64 3
+    v2 = band v0, v1
+    v3 = icmp eq v2, v1
+    brif v3, block3, block4
+block3:
+    {at_three}
+    jump block4
+block4:
+    brif v2, block1, block2
+block1:
+    v4 = iconst.i64 -1
+    v5 = iadd v2, v4
+    call fn0(v5)
+    return
+block2:
+    return
+}}
+function %f(i64, i64) -> i64 {{
+    sig0 = (i64) system_v
+    sig1 = (i64) -> i64 system_v
+    fn0 = %g sig0
+    fn1 = %x sig1
+block0(v0: i64, v1: i64):
+    v2 = iconst.i64 3
+    v3 = {op} v1, v2
+    call fn0(v3)
+    v4 = call fn1(v0)
+    return v4
+}}"
+        )
+    };
+    for (at_three, equivalent) in [("", true), ("v6 = call fn1(v0)", false)] {
+        let text = |op: &str| text(op, at_three);
+        assert_eq!(
+            proven_equivalent(&text, "band", "umulhi"),
+            equivalent,
+            "at depth 3: {at_three:?}"
+        );
+    }
+}
+
+/// The symbolic proof of equivalence splits a shared body's address parameter (every call
+/// passes a `func_addr`, the check never calls the body itself) by its functions before the
+/// integer parameters the module's masks split, which may take every case there is: a changed
+/// argument of a call through it that each possible callee masks the same is equivalent; one
+/// that a callee sees is not, nor any when the check also calls the body itself (then the
+/// address may be anything).
+#[test]
+fn equivalence_split_by_the_callees_of_an_address_parameter_first() {
+    let text = |passed: &str| {
+        format!(
+            "function %a(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 1
+    v2 = band v0, v1
+    return v2
+}}
+function %b(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 1
+    v2 = band v0, v1
+    v3 = bxor v2, v1
+    v4 = iconst.i64 7
+    v5 = band v0, v4
+    return v3
+}}
+function %f(i64, i64, i64, i64) -> i64 {{
+    sig0 = (i64) -> i64
+block0(v0: i64, v1: i64, v2: i64, v3: i64):
+    v4 = iconst.i64 {passed}
+    v5 = call_indirect sig0, v3(v4)
+    return v5
+}}
+function %m1(i64, i64, i64) -> i64 {{
+    sig0 = (i64, i64, i64, i64) -> i64
+    sig1 = (i64) -> i64
+    fn0 = %f sig0
+    fn1 = %a sig1
+block0(v0: i64, v1: i64, v2: i64):
+    v3 = func_addr.i64 fn1
+    v4 = call fn0(v0, v1, v2, v3)
+    return v4
+}}
+function %m2(i64, i64, i64) -> i64 {{
+    sig0 = (i64, i64, i64, i64) -> i64
+    sig1 = (i64) -> i64
+    fn0 = %f sig0
+    fn1 = %b sig1
+block0(v0: i64, v1: i64, v2: i64):
+    v3 = func_addr.i64 fn1
+    v4 = call fn0(v0, v1, v2, v3)
+    return v4
+}}"
+        )
+    };
+    let members = ["%a", "%b", "%m1", "%m2"];
+    let with_body = ["%a", "%b", "%m1", "%m2", "%f"];
+    for (mutant, entries, equivalent) in [
+        ("4", &members[..], true),
+        ("3", &members[..], false),
+        ("4", &with_body[..], false),
+    ] {
+        assert_eq!(
+            proven_equivalent_with_entries(&text, "2", mutant, entries),
+            equivalent,
+            "2 made {mutant}, the check calls {entries:?}"
+        );
+    }
+}
+
+/// The symbolic proof of equivalence runs a loop of many iterations to its end (a taken branch
+/// no longer opens a run of its own, which once ended the proof after 64 of them), and folds
+/// conversions of known integers to floats (`fcvt_from_uint`), so that a conversion back that
+/// may trap is decided.
+#[test]
+fn equivalence_after_a_long_loop_and_conversions_of_constants() {
+    let text = |c: &str| {
+        format!(
+            "function %f(i64) -> i64 {{
+block0(v0: i64):
+    v1 = iconst.i64 0
+    jump block1(v1)
+block1(v2: i64):
+    v3 = iconst.i64 1
+    v4 = iadd v2, v3
+    v5 = iconst.i64 100
+    v6 = icmp ult v4, v5
+    brif v6, block1(v4), block2
+block2:
+    v7 = iconst.i64 {c}
+    v8 = fcvt_from_uint.f64 v7
+    v9 = fcvt_to_sint.i64 v8
+    v10 = iconst.i64 3
+    v11 = band v9, v10
+    return v11
+}}"
+        )
+    };
+    // -1 and -2 (unsigned) are beyond the least signed value: the conversion back traps.
+    for (original, mutant, equivalent) in [
+        ("2", "6", true),
+        ("2", "3", false),
+        ("2", "-2", false),
+        ("-1", "-2", true),
+    ] {
+        assert_eq!(
+            proven_equivalent(&text, original, mutant),
+            equivalent,
+            "{original} made {mutant}"
+        );
+    }
+}
+
 /// A corruption that shows only when an argument equals a constant the function compares with
 /// (`icmp eq v0, 12345`): random arguments never take that side, the check's steering values
 /// (the constants a function compares with and their neighbours) do.
@@ -2157,10 +2526,10 @@ block2:
 }
 
 /// The share of all corrupted bodies (whose original ran to the end) the mutation check must
-/// see reported. The issue asks for 95 %; measured over 96 modules: 93.4 % (441 of 472), and
+/// see reported. The issue asks for 95 %; measured over 96 modules: 97.8 % (451 of 461), and
 /// 99.1 % of those some tuple tells apart (docs/testing.md says what the rest are); over the
 /// six modules of every `cargo test`, 100 % (30 of 30).
-const REPORTED_OF_ALL: usize = 93;
+const REPORTED_OF_ALL: usize = 97;
 
 /// A few modules, in every `cargo test` (seconds).
 #[test]

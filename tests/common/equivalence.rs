@@ -25,7 +25,9 @@
 
 use clif_merge::{ClifModule, FuncName};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{BlockArg, Function, Inst, InstructionData, Opcode, Type, Value};
+use cranelift_codegen::ir::{
+    BlockArg, Function, Inst, InstructionData, Opcode, StackSlot, TrapCode, Type, Value, types,
+};
 use std::collections::HashMap;
 
 /// A term, by its number in the [`Terms`] that made it.
@@ -44,6 +46,9 @@ enum Node {
     Func(FuncName),
     /// The address of stack slot `slot` of the `frame`th frame made, plus an offset.
     Slot(usize, u32, i32),
+    /// What a load (its kind) from a stack slot of its own frame (the address) reads after
+    /// the first `n` events of the run.
+    Loaded(String, Term, usize),
 }
 
 /// The terms of one proof, shared by the original's and the mutant's runs.
@@ -209,8 +214,11 @@ fn fold(data: &InstructionData, ty: Type, args: &[(u128, Type)]) -> Option<u128>
         Opcode::Sdiv if a(1) != 0 && !(sa(1) == -1 && sa(0) == signed_min(args[0].1)) => {
             sa(0).wrapping_div(sa(1)) as u128
         }
-        // `srem` by -1 does not trap: it is 0.
-        Opcode::Srem if a(1) != 0 => sa(0).wrapping_rem(sa(1)) as u128,
+        // `srem` of the least value by -1 traps as `sdiv` does, in the interpreter the check
+        // runs on.
+        Opcode::Srem if a(1) != 0 && !(sa(1) == -1 && sa(0) == signed_min(args[0].1)) => {
+            sa(0).wrapping_rem(sa(1)) as u128
+        }
         Opcode::Icmp => {
             let cond = data.cond_code()?;
             let (x, y, sx, sy) = (a(0), a(1), sa(0), sa(1));
@@ -230,6 +238,30 @@ fn fold(data: &InstructionData, ty: Type, args: &[(u128, Type)]) -> Option<u128>
         _ => return None,
     };
     Some(v & full)
+}
+
+/// The bits of the float `fcvt_from_uint` or `fcvt_from_sint` makes of a known integer of at
+/// most 64 bits (rounded to the nearest, as Rust's `as` and the interpreter do).
+fn fold_conversion(data: &InstructionData, ty: Type, args: &[(u128, Type)]) -> Option<u128> {
+    let &[(x, from)] = args else {
+        return None;
+    };
+    if !from.is_int() || from.bits() > 64 {
+        return None;
+    }
+    let from_signed = match data.opcode() {
+        Opcode::FcvtFromUint => false,
+        Opcode::FcvtFromSint => true,
+        _ => return None,
+    };
+    let (u, i) = (x as u64, signed(x, from) as i64);
+    Some(match (ty, from_signed) {
+        (types::F32, false) => u128::from((u as f32).to_bits()),
+        (types::F32, true) => u128::from((i as f32).to_bits()),
+        (types::F64, false) => u128::from((u as f64).to_bits()),
+        (types::F64, true) => u128::from((i as f64).to_bits()),
+        _ => return None,
+    })
 }
 
 /// The bits of the result of `op` known from what is known of its operands (short of all).
@@ -261,6 +293,14 @@ fn known_bits(data: &InstructionData, ty: Type, args: &[Known]) -> (u128, u128) 
             (low, v & low)
         }
         Opcode::Ireduce => (args[0].known, args[0].bits),
+        // The high half of a product by `c` is less than `c`.
+        Opcode::Umulhi => match args.iter().filter_map(Known::constant).min() {
+            Some(c) => {
+                let below = u128::MAX.checked_shr(c.saturating_sub(1).leading_zeros());
+                (full & !below.unwrap_or(0), 0)
+            }
+            None => (0, 0),
+        },
         Opcode::Uextend => {
             let high = full & !full_mask(args[0].ty);
             (args[0].known | high, args[0].bits)
@@ -276,6 +316,41 @@ fn known_bits(data: &InstructionData, ty: Type, args: &[Known]) -> (u128, u128) 
         _ => (0, 0),
     };
     (known & full, bits & known & full)
+}
+
+/// None: a run took more than its share of `what` (`EQUIV_DEBUG` says so).
+fn limit<T>(what: &str) -> Option<T> {
+    if std::env::var_os("EQUIV_DEBUG").is_some() {
+        eprintln!("equivalence: too many {what}");
+    }
+    None
+}
+
+/// What an integer division does (see `Run::division`).
+enum Division {
+    Computes,
+    Traps(String),
+    /// It traps when the divisor is zero, else computes.
+    TrapsIfZero,
+    /// Signed, it traps when it divides the least value by -1, else as `TrapsIfZero`.
+    MayOverflow,
+}
+
+fn is_division(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::Udiv | Opcode::Sdiv | Opcode::Urem | Opcode::Srem
+    )
+}
+
+/// The values an integer may have when all but at most two of its bits are known.
+fn few_values(k: &Known) -> Option<Vec<u128>> {
+    let unknown = full_mask(k.ty) & !k.known;
+    (k.ty.is_int() && unknown.count_ones() <= 2).then(|| {
+        (0..1u128 << unknown.count_ones())
+            .map(|n| k.bits | spread(n, unknown))
+            .collect()
+    })
 }
 
 /// The immediates of a pure instruction of one of the formats evaluated, as text.
@@ -363,7 +438,7 @@ impl<'a> Run<'a, '_> {
         let entry = func.layout.entry_block()?;
         let params = func.dfg.block_params(entry);
         if params.len() != args.len() || st.frames.len() >= FRAMES {
-            return None;
+            return limit("frames");
         }
         let mut values = HashMap::new();
         for (&p, a) in params.iter().zip(args) {
@@ -388,7 +463,7 @@ impl<'a> Run<'a, '_> {
         self.nesting += 1;
         let mut events = Vec::new();
         let end = if self.nesting > NESTING {
-            None
+            limit("nesting")
         } else {
             self.run_to_end(st, &mut events)
         };
@@ -413,7 +488,7 @@ impl<'a> Run<'a, '_> {
         loop {
             self.steps += 1;
             if self.steps > STEPS {
-                return None;
+                return limit("steps");
             }
             let frame = st.frames.last()?;
             let func = frame.func;
@@ -491,7 +566,39 @@ impl<'a> Run<'a, '_> {
                     set(&mut st, results[0], k);
                     advance(&mut st);
                 }
-                _ if pure(op) || self.division_cannot_trap(op, &args) => {
+                _ if is_division(op) => {
+                    let on_zero = || Tree::Trap(TrapCode::INTEGER_DIVISION_BY_ZERO.to_string());
+                    match Self::division(op, &args) {
+                        Division::Traps(code) => return Some(Tree::Trap(code)),
+                        Division::Computes => {
+                            let k = self.operation(func, inst, &args)?;
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                        }
+                        Division::TrapsIfZero => {
+                            let k = self.operation(func, inst, &args)?;
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                            let on = self.run(st)?;
+                            return self.fork(args[1].term, on, on_zero());
+                        }
+                        Division::MayOverflow => {
+                            let k = self.operation(func, inst, &args)?;
+                            set(&mut st, results[0], k);
+                            advance(&mut st);
+                            let on = self.run(st)?;
+                            let on = self.fork(args[1].term, on, on_zero())?;
+                            // Whether it is the least value by -1: a term of the operands.
+                            let ty = args[0].ty;
+                            let key = format!("least_by_minus_one.{ty}");
+                            let overflow =
+                                self.term(Node::Op(key, vec![args[0].term, args[1].term]));
+                            let trap = Tree::Trap(TrapCode::INTEGER_OVERFLOW.to_string());
+                            return self.fork(overflow, trap, on);
+                        }
+                    }
+                }
+                _ if pure(op) => {
                     if results.len() != 1 {
                         return None;
                     }
@@ -525,34 +632,36 @@ impl<'a> Run<'a, '_> {
                 | InstructionData::Brif { .. }
                 | InstructionData::BranchTable { .. } => {
                     let dests = data.branch_destination(&dfg.jump_tables, &dfg.exception_tables);
+                    // Where a condition or index `c` goes: the table's default first, then its
+                    // entries.
+                    let target = |c: u128| match data {
+                        InstructionData::Jump { .. } => 0,
+                        InstructionData::Brif { .. } => usize::from(c == 0),
+                        _ if c < (dests.len() - 1) as u128 => c as usize + 1,
+                        _ => 0,
+                    };
                     let taken = match data {
                         InstructionData::Jump { .. } => Some(0),
                         InstructionData::Brif { .. } => args[0].is_zero().map(usize::from),
-                        _ => {
-                            // The default first, then the table's entries.
-                            let index = args[0].constant()?;
-                            let entries = dests.len() - 1;
-                            Some(if index < entries as u128 {
-                                index as usize + 1
-                            } else {
-                                0
-                            })
-                        }
+                        _ => args[0].constant().map(target),
                     };
-                    return match taken {
-                        Some(k) => {
-                            self.branch(&mut st, func, dests[k])?;
-                            self.run(st)
-                        }
-                        None => {
-                            let mut other = st.clone();
-                            self.branch(&mut st, func, dests[0])?;
-                            self.branch(&mut other, func, dests[1])?;
-                            let then = self.run(st)?;
-                            let other = self.run(other)?;
-                            self.fork(args[0].term, then, other)
-                        }
-                    };
+                    if let Some(k) = taken {
+                        // The same run goes on (no fork: no nesting).
+                        self.branch(&mut st, func, dests[k])?;
+                        continue;
+                    }
+                    if let Some(values) = few_values(&args[0]) {
+                        return self.each_value(st, func, &args[0], &values, &|c| dests[target(c)]);
+                    }
+                    if !matches!(data, InstructionData::Brif { .. }) {
+                        return self.not_modelled(func, inst);
+                    }
+                    let mut other = st.clone();
+                    self.branch(&mut st, func, dests[0])?;
+                    self.branch(&mut other, func, dests[1])?;
+                    let then = self.run(st)?;
+                    let other = self.run(other)?;
+                    return self.fork(args[0].term, then, other);
                 }
                 InstructionData::MultiAry {
                     opcode: Opcode::Return,
@@ -611,7 +720,15 @@ impl<'a> Run<'a, '_> {
                     let ty = dfg.value_type(results[0]);
                     let kind = format!("load.{ty} {flags} {offset}");
                     let addr = args[0].term;
-                    self.event_at(&mut st, events, kind, vec![addr], &[ty], results)?;
+                    if self.in_own_slot(&st, addr, i32::from(offset), ty) {
+                        // It cannot fault, and what it reads is what the events so far left.
+                        let node = Node::Loaded(kind, addr, st.events);
+                        let k = self.unknown(node, ty);
+                        set(&mut st, results[0], k);
+                        advance(&mut st);
+                    } else {
+                        self.event_at(&mut st, events, kind, vec![addr], &[ty], results)?;
+                    }
                 }
                 InstructionData::Store { offset, flags, .. } => {
                     let flags = func.dfg.mem_flags[flags].with_alias_region(None);
@@ -633,35 +750,63 @@ impl<'a> Run<'a, '_> {
                         Err(trap) => return Some(Tree::Trap(trap)),
                     }
                 }
-                _ => {
-                    if std::env::var_os("EQUIV_DEBUG").is_some() {
-                        eprintln!("equivalence: not modelled: {}", dfg.display_inst(inst));
-                    }
-                    return None;
-                }
+                _ => return self.not_modelled(func, inst),
             }
         }
     }
 
-    /// Whether `op` is a division whose divisor is known not to be zero (nor, for `sdiv`, -1
-    /// with a dividend that may be the least signed value).
-    fn division_cannot_trap(&self, op: Opcode, args: &[Known]) -> bool {
-        if args.len() != 2 {
+    /// Whether an access of a `ty` at `addr + offset` is inside a stack slot of the running
+    /// frame: `addr` is the slot's address (`stack_addr`) plus a constant, and the access ends
+    /// within the slot. Such a load cannot fault, and nothing but the run's stores and the
+    /// calls it does not run (events) changes what it reads.
+    fn in_own_slot(&self, st: &State<'a>, addr: Term, offset: i32, ty: Type) -> bool {
+        let Some(frame) = st.frames.last() else {
             return false;
+        };
+        let Node::Slot(ordinal, slot, base) = self.terms.nodes[addr as usize] else {
+            return false;
+        };
+        let Some(data) = (frame.func.sized_stack_slots).get(StackSlot::from_u32(slot)) else {
+            return false;
+        };
+        let start = i64::from(base) + i64::from(offset);
+        ordinal == frame.ordinal
+            && start >= 0
+            && start + i64::from(ty.bytes()) <= i64::from(data.size)
+    }
+
+    /// None: `inst` is not modelled (`EQUIV_DEBUG` names it).
+    fn not_modelled(&self, func: &Function, inst: Inst) -> Option<Tree> {
+        if std::env::var_os("EQUIV_DEBUG").is_some() {
+            eprintln!("equivalence: not modelled: {}", func.dfg.display_inst(inst));
         }
-        let nonzero = args[1].is_zero() == Some(false);
-        match op {
-            Opcode::Udiv | Opcode::Urem | Opcode::Srem => nonzero,
-            Opcode::Sdiv => {
-                // A known zero bit: not -1; or a dividend known not to be the least value.
-                let (divisor, dividend) = (&args[1], &args[0]);
-                let not_minus_one = divisor.known & !divisor.bits & full_mask(divisor.ty) != 0;
-                let not_least = dividend
-                    .constant()
-                    .is_some_and(|c| signed(c, dividend.ty) != signed_min(dividend.ty));
-                nonzero && (not_minus_one || not_least)
+        None
+    }
+
+    /// What the integer division `op` (`udiv`, `sdiv`, `urem`, `srem`) of `args` does as the
+    /// interpreter the check runs on does it (a signed one of the least value by -1 traps,
+    /// `srem` too).
+    fn division(op: Opcode, args: &[Known]) -> Division {
+        let (dividend, divisor) = (&args[0], &args[1]);
+        if matches!(op, Opcode::Sdiv | Opcode::Srem) {
+            // A known bit that -1 or the least value does not have: no overflow.
+            let full = full_mask(divisor.ty);
+            let not_minus_one = divisor.known & !divisor.bits & full != 0;
+            let least = signed_min(dividend.ty) as u128 & full_mask(dividend.ty);
+            let not_least = dividend.known & (dividend.bits ^ least) != 0;
+            if !(not_minus_one || not_least) {
+                // Both known: the least value by -1.
+                let known = dividend.constant().and(divisor.constant()).is_some();
+                return match known {
+                    true => Division::Traps(TrapCode::INTEGER_OVERFLOW.to_string()),
+                    false => Division::MayOverflow,
+                };
             }
-            _ => false,
+        }
+        match divisor.is_zero() {
+            Some(true) => Division::Traps(TrapCode::INTEGER_DIVISION_BY_ZERO.to_string()),
+            Some(false) => Division::Computes,
+            None => Division::TrapsIfZero,
         }
     }
 
@@ -672,6 +817,12 @@ impl<'a> Run<'a, '_> {
         let ints = args.iter().all(|a| a.ty.is_int()) && ty.is_int();
         let constants: Option<Vec<(u128, Type)>> =
             args.iter().map(|a| Some((a.constant()?, a.ty))).collect();
+        if let Some(c) = constants
+            .as_deref()
+            .and_then(|c| fold_conversion(&data, ty, c))
+        {
+            return Some(self.constant(ty, c));
+        }
         if ints && let Some(c) = constants.and_then(|c| fold(&data, ty, &c)) {
             return Some(self.constant(ty, c));
         }
@@ -718,13 +869,49 @@ impl<'a> Run<'a, '_> {
         Some(())
     }
 
+    /// `st` run past a branch on `value` once for each of its possible `values`, the value
+    /// known in each (wherever the frame holds it), to the destination `dest` gives: forks on
+    /// whether it is each value but the last.
+    fn each_value(
+        &mut self,
+        st: State<'a>,
+        func: &Function,
+        value: &Known,
+        values: &[u128],
+        dest: &dyn Fn(u128) -> cranelift_codegen::ir::BlockCall,
+    ) -> Option<Tree> {
+        let mut sides = Vec::new();
+        for &c in values {
+            let mut st = st.clone();
+            let known = self.constant(value.ty, c);
+            for v in st.frames.last_mut()?.values.values_mut() {
+                if v.term == value.term {
+                    *v = known;
+                }
+            }
+            self.branch(&mut st, func, dest(c))?;
+            sides.push((known.term, self.run(st)?));
+        }
+        let (_, mut tree) = sides.pop()?;
+        let ty = value.ty;
+        for (c, side) in sides.into_iter().rev() {
+            let key = format!("icmp.i8 eq ({ty},{ty})");
+            let is = self.term(Node::Op(key, vec![value.term, c]));
+            tree = self.fork(is, side, tree)?;
+        }
+        Some(tree)
+    }
+
     /// A fork on `cond`, or one side when both do the same.
     fn fork(&mut self, cond: Term, then: Tree, other: Tree) -> Option<Tree> {
         if then == other {
             return Some(then);
         }
         self.forks += 1;
-        (self.forks <= FORKS).then(|| Tree::Fork(cond, Box::new(then), Box::new(other)))
+        if self.forks > FORKS {
+            return limit("forks");
+        }
+        Some(Tree::Fork(cond, Box::new(then), Box::new(other)))
     }
 
     /// The function an indirect call through `callee` runs, when its address is known.
@@ -906,9 +1093,10 @@ enum ParamCase {
     Address(FuncName),
 }
 
-/// The cases of the split, each a case per parameter: an integer parameter by the bits of the
-/// module's small masks, a parameter that only ever holds the address of one of a few functions
-/// (`targets`) by that function; at most [`CASES`] cases, the parameters first in order first.
+/// The cases of the split, each a case per parameter: a parameter that only ever holds the
+/// address of one of a few functions (`targets`) by that function, then an integer parameter
+/// by the bits of the module's small masks; at most [`CASES`] cases, the address parameters
+/// first (they decide which code runs), then the others in order.
 fn cases(
     func: &Function,
     module: &ClifModule,
@@ -916,20 +1104,38 @@ fn cases(
 ) -> Vec<Vec<ParamCase>> {
     let entry = func.layout.entry_block().expect("an entry block");
     let mask = split_mask(module);
+    let params = func.dfg.block_params(entry);
+    let options: Vec<Vec<ParamCase>> = (params.iter().enumerate())
+        .map(|(i, &p)| {
+            let ty = func.dfg.value_type(p);
+            let m = mask & full_mask(ty);
+            if let Some(names) = targets(i) {
+                names.into_iter().map(ParamCase::Address).collect()
+            } else if ty.is_int() && m != 0 {
+                (0..1u128 << m.count_ones())
+                    .map(|n| ParamCase::Bits(m, spread(n, m)))
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let mut split = vec![false; params.len()];
+    let mut count = 1;
+    let addresses =
+        (0..params.len()).filter(|&i| matches!(options[i].first(), Some(ParamCase::Address(_))));
+    let others =
+        (0..params.len()).filter(|&i| !matches!(options[i].first(), Some(ParamCase::Address(_))));
+    for i in addresses.chain(others) {
+        let n = options[i].len();
+        if n > 0 && count * n <= CASES {
+            split[i] = true;
+            count *= n;
+        }
+    }
     let mut cases = vec![Vec::new()];
-    for (i, &p) in func.dfg.block_params(entry).iter().enumerate() {
-        let ty = func.dfg.value_type(p);
-        let m = mask & full_mask(ty);
-        let options: Vec<ParamCase> = if let Some(names) = targets(i) {
-            names.into_iter().map(ParamCase::Address).collect()
-        } else if ty.is_int() && m != 0 {
-            (0..1u128 << m.count_ones())
-                .map(|n| ParamCase::Bits(m, spread(n, m)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if options.is_empty() || cases.len() * options.len() > CASES {
+    for (i, options) in options.into_iter().enumerate() {
+        if !split[i] {
             cases.iter_mut().for_each(|c| c.push(ParamCase::Free));
             continue;
         }
@@ -1017,6 +1223,76 @@ pub fn proven_equivalent(
             run.run(st)
         };
         let before = tree(func, &mut terms);
-        before.is_some() && before == tree(mutant, &mut terms)
+        let after = tree(mutant, &mut terms);
+        if std::env::var_os("EQUIV_DEBUG").is_some() && (before.is_none() || before != after) {
+            debug_difference(&terms, before.as_ref(), after.as_ref());
+        }
+        before.is_some() && before == after
     })
+}
+
+/// Prints where the trees of a case first differ (`EQUIV_DEBUG`).
+fn debug_difference(terms: &Terms, before: Option<&Tree>, after: Option<&Tree>) {
+    let (Some(mut a), Some(mut b)) = (before, after) else {
+        let side = if before.is_none() {
+            "the original"
+        } else {
+            "the mutant"
+        };
+        eprintln!("equivalence: {side} is not modelled");
+        return;
+    };
+    let mut path = Vec::new();
+    loop {
+        match (a, b) {
+            (Tree::Event(x, xs, ra), Tree::Event(y, ys, rb)) if x == y && xs == ys => {
+                path.push(x.clone());
+                (a, b) = (ra, rb);
+            }
+            (Tree::Fork(x, ta, ea), Tree::Fork(y, tb, eb)) if x == y => {
+                if ta != tb {
+                    path.push(format!("if {}", show(terms, *x, 3)));
+                    (a, b) = (ta, tb);
+                } else {
+                    path.push(format!("if not {}", show(terms, *x, 3)));
+                    (a, b) = (ea, eb);
+                }
+            }
+            _ => break,
+        }
+    }
+    eprintln!(
+        "equivalence: after {path:?}:\n  original: {}\n  mutant:   {}",
+        show_tree(terms, a),
+        show_tree(terms, b)
+    );
+}
+
+fn show_tree(terms: &Terms, tree: &Tree) -> String {
+    let list = |ts: &[Term]| -> Vec<String> { ts.iter().map(|&t| show(terms, t, 3)).collect() };
+    match tree {
+        Tree::Return(ts) => format!("return {:?}", list(ts)),
+        Tree::Trap(code) => format!("trap {code}"),
+        Tree::Event(kind, ts, _) => format!("{kind} {:?} ...", list(ts)),
+        Tree::Fork(t, _, _) => format!("fork on {} ...", show(terms, *t, 3)),
+    }
+}
+
+/// A term as text, `depth` levels deep.
+fn show(terms: &Terms, t: Term, depth: usize) -> String {
+    match &terms.nodes[t as usize] {
+        _ if depth == 0 => format!("t{t}"),
+        Node::Const(ty, c) => format!("{ty} {c:#x}"),
+        Node::Param(i) => format!("p{i}"),
+        Node::Op(key, args) => {
+            let args: Vec<String> = args.iter().map(|&a| show(terms, a, depth - 1)).collect();
+            format!("({key} {})", args.join(" "))
+        }
+        Node::Result(n, k) => format!("event{n}.{k}"),
+        Node::Func(name) => format!("&{name}"),
+        Node::Slot(frame, slot, offset) => format!("frame{frame}.ss{slot}+{offset}"),
+        Node::Loaded(kind, addr, n) => {
+            format!("({kind} {} after {n})", show(terms, *addr, depth - 1))
+        }
+    }
 }

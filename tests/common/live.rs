@@ -94,6 +94,11 @@ impl LiveParams {
         }
     }
 
+    /// The functions whose address parameter `k` of `name` only ever holds, when it is so.
+    pub fn targets_of(&self, name: &FuncName, k: usize) -> Option<Vec<FuncName>> {
+        self.demanded.targets_of(name, k)
+    }
+
     /// Whether argument `k` of a call from `func` to `callee` is observed: always for a
     /// function the module does not define.
     fn argument(&self, module: &ClifModule, callee: Option<FuncName>, k: usize) -> bool {
@@ -493,7 +498,7 @@ pub fn corrupt_live(
             continue;
         }
         let name = FuncName::of_function(func);
-        let targets = |k: usize| params.demanded.targets_of(&name, k);
+        let targets = |k: usize| params.targets_of(&name, k);
         if proven_equivalent(func, &mutant, module, &targets) {
             proven(&mutant);
             continue;
