@@ -79,6 +79,13 @@ fn a_probe_that_finds_no_empty_byte_ends_on_erased_memory() {
     assert_eq!(checked.inconclusive, 0, "{}", checked.summary());
     assert_eq!(checked.runs, 64, "{}", checked.summary());
     assert_eq!(checked.fully_checked, 1, "{}", checked.summary());
+    assert!(checked.on_other_fills > 0, "{}", checked.summary());
+    let ended_on_other = format!("; {} runs ended on another fill", checked.on_other_fills);
+    assert!(
+        checked.summary().contains(&ended_on_other),
+        "{}",
+        checked.summary()
+    );
 }
 
 /// `%f` and `%g` probe alike but for what they return when they find an empty byte, which

@@ -425,6 +425,10 @@ fn check_function<'a>(
             search.absorb(&args, trace);
         }
         out.runs += 1;
+        let ended = !a.outcome.is_inconclusive() && !a.outcome.is_unsupported();
+        if ended && fill != Fill::Hashed(memory_seed) {
+            out.on_other_fills += 1;
+        }
         if a.outcome.is_inconclusive() {
             // Inconclusive whatever the merged side does: not run (the costliest runs).
             out.inconclusive += 1;
