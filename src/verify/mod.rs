@@ -40,19 +40,19 @@
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
 //!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
-//!   ends. A run whose original hits a limit on its memory is run again on the same arguments
-//!   with other fills of memory nothing stored to (another draw of hashed memory, then every
-//!   byte `0x00`, then every byte `0xFF`: `other_fills`), and the first run that ends is the
-//!   run, its merged side on the same fill; a run that hits a limit on every fill is
-//!   *inconclusive* (the merged side is not run). The merged side has four times the fuel and twice the depth and stack (a thunk on the way
-//!   takes a few more): when it hits them where the original ended, it does not do the same
-//!   (a loop that no longer ends), a mismatch. A run in which the interpreter cannot run an
-//!   instruction (it panics or reports an error) is *unsupported*, counted by opcode in the
-//!   summary, not a mismatch — but a run unsupported on one side only is one, since both sides
-//!   run the same bodies. A function whose runs keep being inconclusive is run with small
-//!   arguments, then no more. A run that comes back to a state it was in (every register,
-//!   memory, the stack) never ends: it is stopped there, out of fuel, as the fuel would have
-//!   stopped it (`state/cycle.rs`). Once a run of a function did not end on its first fill,
+//!   ends. A run whose original hits a limit is run again on the same arguments with other
+//!   fills of memory nothing stored to (another draw of hashed memory, then every byte `0x00`,
+//!   then every byte `0xFF`: `other_fills`), and the first run that ends is the run, its merged
+//!   side on the same fill; a run that hits a limit on every fill is *inconclusive* (the
+//!   merged side is not run). The merged side has four times the fuel and twice the depth and
+//!   stack (a thunk on the way takes a few more): when it hits them where the original ended,
+//!   it does not do the same (a loop that no longer ends), a mismatch. A run in which the
+//!   interpreter cannot run an instruction (it panics or reports an error) is *unsupported*,
+//!   counted by opcode in the summary, not a mismatch — but a run unsupported on one side only
+//!   is one, since both sides run the same bodies. A function whose runs keep being
+//!   inconclusive is run with small arguments, then no more. A run that comes back to a state
+//!   it was in (every register, memory, the stack) never ends: it is stopped there, out of
+//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did not end on its first fill,
 //!   its later runs and the runs on other fills take four times the most instructions a run
 //!   of it that ended took, at least an eighth of the fuel (`fuel_after_inconclusive`): a later
 //!   run that would have ended after more is run on the other fills, or inconclusive.
@@ -535,9 +535,10 @@ fn run_original<'a>(
 
 /// The original side of a run that did not end on hashed memory from `seed` (`first`), run
 /// again on the same `args` with memory nothing stored to read as each of [`other_fills`] in
-/// turn, until a run ends: that run and its fill (the merged side runs on it too), else `first`
-/// and its fill. Each fill is a pure function of the address, the same on both sides: a run
-/// that ends on one is checked as any other; one that ends on none stays inconclusive.
+/// turn, until a run ends (returns, traps or calls a function the module does not have): that
+/// run and its fill (the merged side runs on it too), else `first` and its fill. Each fill is
+/// a pure function of the address, the same on both sides: a run that ends on one is checked
+/// as any other; one that ends on none stays inconclusive.
 fn run_on_other_fills<'a>(
     side: &mut Side<'a>,
     func: &'a Function,
@@ -548,7 +549,7 @@ fn run_on_other_fills<'a>(
 ) -> (Run, Fill) {
     for fill in other_fills(seed) {
         let run = side.run(func, args, options, fuel, fill);
-        if !run.outcome.is_inconclusive() {
+        if !run.outcome.is_inconclusive() && !run.outcome.is_unsupported() {
             return (run, fill);
         }
     }
