@@ -52,10 +52,11 @@
 //!   is one, since both sides run the same bodies. A function whose runs keep being
 //!   inconclusive is run with small arguments, then no more. A run that comes back to a state
 //!   it was in (every register, memory, the stack) never ends: it is stopped there, out of
-//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did not end on its first fill,
-//!   its later runs and the runs on other fills take four times the most instructions a run
-//!   of it that ended took, at least an eighth of the fuel (`fuel_after_inconclusive`): a later
-//!   run that would have ended after more is run on the other fills, or inconclusive.
+//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did
+//!   not end on its first fill, its later runs and the runs on other fills take four times the
+//!   most instructions a run of it that ended took, at least an eighth of the fuel
+//!   (`fuel_after_inconclusive`): a later run that would have ended after more is run on the
+//!   other fills, or inconclusive.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
