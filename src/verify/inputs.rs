@@ -117,9 +117,9 @@ fn splat(ty: Type, lane: &DataValue) -> DataValue {
 /// Arguments of run number `run`: the first six tuples are edge values for every parameter (0,
 /// 1, -1, MIN, MAX, NaN/2), parameter `k` of run `r` the edge value `(r + k) mod 6`: were they
 /// the same for every parameter, two parameters of one type would be equal in each of them,
-/// and a merge that returns or passes one for the other would go unseen; then each parameter is an edge value, a small number, one of the
-/// function's `steering` values (integers), or random bits; only small non-negative numbers
-/// when `small`.
+/// and a merge that returns or passes one for the other would go unseen. Then each parameter
+/// is an edge value, a small number, one of the function's `steering` values (integers), or
+/// random bits; only small non-negative numbers when `small`.
 pub(super) fn arguments(
     types: &[Type],
     run: usize,
