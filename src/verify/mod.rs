@@ -60,9 +60,9 @@
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
-//! before, so that no two parameters are equal in all of them); a share of the random integers are the constants
-//! the function tests a parameter for equality with and the indices it switches over, which
-//! random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
+//! before, so that no two parameters are equal in all of them); a share of the random integers
+//! are the constants the function tests a parameter for equality with and the indices it
+//! switches over, which random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
 //! tuple when one is queued (`guide.rs`): the original side records the operands of each
 //! comparison a branch or a conditional trap decided on, and where a side no run took yet, an
 //! argument equal (up to a small difference) to one operand is made the other operand or its
