@@ -114,10 +114,12 @@ fn splat(ty: Type, lane: &DataValue) -> DataValue {
     DataValue::read_from_slice_le(&bytes, ty)
 }
 
-/// Arguments of run number `run`: the first tuples are edge values for every parameter (0, 1,
-/// -1, MIN, MAX, NaN/2), then each parameter is an edge value, a small number, one of the
-/// function's `steering` values (integers), or random bits; only small non-negative numbers
-/// when `small`.
+/// Arguments of run number `run`: the first six tuples are edge values for every parameter (0,
+/// 1, -1, MIN, MAX, NaN/2), parameter `k` of run `r` the edge value `(r + k) mod 6`: were they
+/// the same for every parameter, two parameters of one type would be equal in each of them,
+/// and a merge that returns or passes one for the other would go unseen. Then each parameter
+/// is an edge value, a small number, one of the function's `steering` values (integers), or
+/// random bits; only small non-negative numbers when `small`.
 pub(super) fn arguments(
     types: &[Type],
     run: usize,
@@ -128,10 +130,11 @@ pub(super) fn arguments(
     const UNIFORM: usize = 6;
     types
         .iter()
-        .map(|&ty| {
+        .enumerate()
+        .map(|(k, &ty)| {
             let edges = edge_values(ty);
             if run < UNIFORM && !small {
-                return edges[run].clone();
+                return edges[(run + k) % UNIFORM].clone();
             }
             let pick = if small { 4 } else { rng.next() % 10 };
             match pick {

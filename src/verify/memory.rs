@@ -1,11 +1,41 @@
 //! Memory outside the stack, as a run sees it: a deterministic, lazily filled space. A byte that
-//! nothing stored to reads as a hash of its address and the run's seed, the same on both sides
-//! of a run; stored bytes are kept (in 8-byte words) until the run ends. Every address is
-//! valid: real code reaches memory through pointers the check cannot know (a `vmctx`, a heap's
-//! base), so the pointers it loads are just more addresses.
+//! nothing stored to reads as the run's [`Fill`] makes it: a hash of its address and the run's
+//! seed, or one byte everywhere; the same on both sides of a run. Stored bytes are kept (in
+//! 8-byte words) until the run ends. Every address is valid: real code reaches memory through
+//! pointers the check cannot know (a `vmctx`, a heap's base), so the pointers it loads are just
+//! more addresses.
 
 use super::inputs::{mix, small_mostly};
 use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// What the bytes nothing stored to read as in one run, the same on both sides of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// A hash of the byte's address and this seed: words of mostly small numbers, so that
+    /// lengths and counts read from memory make loops end and pointers read from memory stay
+    /// near each other. A call not run derives a new seed.
+    Hashed(u64),
+    /// This byte everywhere: `0x00` as a cleared heap reads (null pointers, empty lists, zero
+    /// lengths), `0xFF` as erased memory reads (every bit set: a hash table's empty control
+    /// bytes, a search's sentinel).
+    Byte(u8),
+}
+
+impl fmt::Display for Fill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fill::Hashed(seed) => write!(f, "hashed from seed 0x{seed:x}"),
+            Fill::Byte(byte) => write!(f, "0x{byte:02x} everywhere"),
+        }
+    }
+}
+
+impl Default for Fill {
+    fn default() -> Self {
+        Fill::Hashed(0)
+    }
+}
 
 /// The stored bytes of one aligned 8-byte word, and which of them were stored.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -17,9 +47,8 @@ struct Word {
 /// The lazily filled memory of one run.
 #[derive(Default)]
 pub(super) struct Memory {
-    /// What unwritten bytes are derived from (with their address): one value per run, the
-    /// same on both sides.
-    seed: u64,
+    /// What unwritten bytes read as: one fill per run, the same on both sides.
+    fill: Fill,
     words: FxHashMap<u64, Word>,
     /// Read-only data the module defines (a similar group's records): read where nothing was
     /// stored, kept across runs and calls.
@@ -28,7 +57,7 @@ pub(super) struct Memory {
 
 /// What a run's memory holds at one point (see [`Memory::image`]).
 pub(super) struct MemoryImage {
-    seed: u64,
+    fill: Fill,
     words: FxHashMap<u64, Word>,
 }
 
@@ -37,14 +66,14 @@ impl Memory {
     /// is the same for every run.
     pub(super) fn image(&self) -> MemoryImage {
         MemoryImage {
-            seed: self.seed,
+            fill: self.fill,
             words: self.words.clone(),
         }
     }
 
     /// Whether every byte reads as it did when `image` was taken.
     pub(super) fn is(&self, image: &MemoryImage) -> bool {
-        self.seed == image.seed && self.words == image.words
+        self.fill == image.fill && self.words == image.words
     }
 
     /// Bytes the stored words take, about.
@@ -52,24 +81,27 @@ impl Memory {
         self.words.len() * std::mem::size_of::<(u64, Word)>()
     }
 
-    /// Forgets every store and derives unwritten bytes from `seed` from now on.
-    pub(super) fn reset(&mut self, seed: u64) {
-        self.seed = seed;
+    /// Forgets every store; unwritten bytes read as `fill` makes them from now on.
+    pub(super) fn reset(&mut self, fill: Fill) {
+        self.fill = fill;
         self.words.clear();
     }
 
     /// What a call of a function that is not run leaves: it may have written anything, so
-    /// every byte reads anew, derived from the seed and `call` (the calls so far), the same on
-    /// both sides.
+    /// every byte reads anew, as the fill makes it after `call` (the calls so far), the same
+    /// on both sides: from a seed derived from the last and `call`, or the fill's byte.
     pub(super) fn clobber(&mut self, call: u64) {
-        self.seed = mix(self.seed ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        if let Fill::Hashed(seed) = &mut self.fill {
+            *seed = mix(*seed ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
         self.words.clear();
     }
 
-    /// Fills `dst` with bytes derived from the seed and `tag` (and each byte's place).
+    /// Fills `dst` as unwritten bytes read, `tag` (and each byte's place) in the place of an
+    /// address.
     pub(super) fn fill(&self, tag: u64, dst: &mut [u8]) {
         for (i, chunk) in dst.chunks_mut(8).enumerate() {
-            let word = small_mostly(mix(self.seed ^ mix(tag ^ i as u64)));
+            let word = self.unwritten_from(mix(tag ^ i as u64));
             chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
         }
     }
@@ -97,11 +129,17 @@ impl Memory {
         put(&mut self.data, address, bytes);
     }
 
-    /// The value of an aligned word nothing stored to: mostly small numbers, so that lengths
-    /// and counts read from memory make loops end and pointers read from memory stay near each
-    /// other.
+    /// The value of the aligned word at `word` nothing stored to.
     fn unwritten(&self, word: u64) -> u64 {
-        small_mostly(mix(self.seed ^ mix(word)))
+        self.unwritten_from(mix(word))
+    }
+
+    /// The value of a word nothing stored to, `place` a hash of where it is.
+    fn unwritten_from(&self, place: u64) -> u64 {
+        match self.fill {
+            Fill::Hashed(seed) => small_mostly(mix(seed ^ place)),
+            Fill::Byte(byte) => u64::from_le_bytes([byte; 8]),
+        }
     }
 }
 
@@ -124,8 +162,8 @@ mod tests {
     fn unwritten_bytes_depend_on_the_address_and_seed_only() {
         let mut a = Memory::default();
         let mut b = Memory::default();
-        a.reset(7);
-        b.reset(7);
+        a.reset(Fill::Hashed(7));
+        b.reset(Fill::Hashed(7));
         b.write(0x1000, &[1, 2, 3]);
         let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
         a.read(0x2000, &mut x);
@@ -135,7 +173,7 @@ mod tests {
         let mut four = [0u8; 4];
         a.read(0x2004, &mut four);
         assert_eq!(four, x[4..8]);
-        b.reset(8);
+        b.reset(Fill::Hashed(8));
         let mut z = [0u8; 64];
         let mut w = [0u8; 64];
         a.read(0x3000, &mut z);
@@ -144,9 +182,31 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_fill_reads_as_its_byte_everywhere_even_after_a_call_not_run() {
+        let mut m = Memory::default();
+        m.reset(Fill::Byte(0xff));
+        m.write(0x1000, &[1, 2]);
+        let mut read = [0u8; 4];
+        m.read(0x0fff, &mut read);
+        assert_eq!(read, [0xff, 1, 2, 0xff]);
+        m.clobber(1);
+        m.read(0x0fff, &mut read);
+        assert_eq!(read, [0xff; 4], "a call not run may have written anything");
+        let mut slot = [0u8; 12];
+        m.fill(7, &mut slot);
+        assert_eq!(
+            slot, [0xff; 12],
+            "an escaped stack slot reads as memory does"
+        );
+        let image = m.image();
+        m.reset(Fill::Byte(0x00));
+        assert!(!m.is(&image), "another fill is another state");
+    }
+
+    #[test]
     fn stored_bytes_read_back_across_words() {
         let mut m = Memory::default();
-        m.reset(1);
+        m.reset(Fill::Hashed(1));
         m.write(0x1006, &[9, 8, 7, 6]);
         let mut back = [0u8; 4];
         m.read(0x1006, &mut back);

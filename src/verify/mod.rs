@@ -40,24 +40,29 @@
 //!   normal end.
 //! - Calls are followed by a loop here (not by recursion in the interpreter), with a limit on
 //!   the instructions run (`fuel`), on the depth of calls, and on the stack, so that every run
-//!   ends. A run whose original hits a limit is *inconclusive* (the merged side is not run).
-//!   The merged side has four times the fuel and twice the depth and stack (a thunk on the way
-//!   takes a few more): when it hits them where the original ended, it does not do the same
-//!   (a loop that no longer ends), a mismatch. A run in which the interpreter cannot run an
-//!   instruction (it panics or reports an error) is *unsupported*, counted by opcode in the
-//!   summary, not a mismatch — but a run unsupported on one side only is one, since both sides
-//!   run the same bodies. A function whose runs keep being inconclusive is run with small
-//!   arguments, then no more. A run that comes back to a state it was in (every register,
-//!   memory, the stack) never ends: it is stopped there, out of fuel, as the fuel would have
-//!   stopped it (`state/cycle.rs`). Once a run of a function was inconclusive, its later runs
-//!   take four times the most instructions a run of it that ended took, at least an eighth of
-//!   the fuel (`fuel_after_inconclusive`): a later run that would have ended after more is
-//!   inconclusive instead.
+//!   ends. A run whose original hits a limit is run again on the same arguments with other
+//!   fills of memory nothing stored to (another draw of hashed memory, then every byte `0x00`,
+//!   then every byte `0xFF`: `other_fills`), and the first run that ends is the run, its merged
+//!   side on the same fill; a run that hits a limit on every fill is *inconclusive* (the
+//!   merged side is not run). The merged side has four times the fuel and twice the depth and
+//!   stack (a thunk on the way takes a few more): when it hits them where the original ended,
+//!   it does not do the same (a loop that no longer ends), a mismatch. A run in which the
+//!   interpreter cannot run an instruction (it panics or reports an error) is *unsupported*,
+//!   counted by opcode in the summary, not a mismatch — but a run unsupported on one side only
+//!   is one, since both sides run the same bodies. A function whose runs keep being
+//!   inconclusive is run with small arguments, then no more. A run that comes back to a state
+//!   it was in (every register, memory, the stack) never ends: it is stopped there, out of
+//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did
+//!   not end on its first fill, its later runs and the runs on other fills take four times the
+//!   most instructions a run of it that ended took, at least an eighth of the fuel
+//!   (`fuel_after_inconclusive`): a later run that would have ended after more is run on the
+//!   other fills, or inconclusive.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
-//! (all 0, 1, -1, MIN, MAX, NaN for floats); a share of the random integers are the constants
-//! the function tests a parameter for equality with and the indices it switches over, which
-//! random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
+//! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
+//! before, so that no two parameters are equal in all of them); a share of the random integers
+//! are the constants the function tests a parameter for equality with and the indices it
+//! switches over, which random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
 //! tuple when one is queued (`guide.rs`): the original side records the operands of each
 //! comparison a branch or a conditional trap decided on, and where a side no run took yet, an
 //! argument equal (up to a small difference) to one operand is made the other operand or its
@@ -84,6 +89,7 @@ mod state;
 mod symbols;
 mod valid;
 
+pub use memory::Fill;
 pub use options::VerifyOptions;
 pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
 pub use report::VerifyReport;
@@ -343,6 +349,7 @@ fn no_counterpart(
         function: mf.name.clone(),
         ran_as,
         args: Vec::new(),
+        memory: Fill::default(),
         original: Run::not_run(Outcome::NotRunnable("not run".into())),
         merged: Run::not_run(Outcome::NotRunnable(problem)),
     }
@@ -365,6 +372,8 @@ fn check_function<'a>(
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let steering = steering_values(func);
     let mut inconclusive = 0;
+    // Runs whose first fill did not end (then ended on another or not at all).
+    let mut unended_first = 0;
     let merged_options = options.for_merged_side();
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
@@ -389,7 +398,7 @@ fn check_function<'a>(
             Some(tuple) => (tuple, GUIDED_FUEL_SHARE),
             None => (steered, STEERED_FUEL_SHARE),
         };
-        let fuel = match inconclusive {
+        let fuel = match unended_first {
             0 => options.fuel,
             _ => fuel_after_inconclusive(options.fuel, longest),
         };
@@ -399,15 +408,29 @@ fn check_function<'a>(
             (preferred, plain),
             ((options.fuel / share).min(fuel), fuel),
             options,
-            memory_seed,
+            Fill::Hashed(memory_seed),
         );
         if is_guided && !took_preferred {
             guided_lost += 1;
         }
+        // A run that does not end on its memory may end on another (see `other_fills`), in the
+        // fuel of a run after one that did not end.
+        let (a, fill) = match a.outcome.is_inconclusive() {
+            true => {
+                unended_first += 1;
+                let fuel = fuel_after_inconclusive(options.fuel, longest);
+                run_on_other_fills(&mut sides[0], func, &args, options, fuel, (a, memory_seed))
+            }
+            false => (a, Fill::Hashed(memory_seed)),
+        };
         if let Some(trace) = &sides[0].trace {
             search.absorb(&args, trace);
         }
         out.runs += 1;
+        let ended = !a.outcome.is_inconclusive() && !a.outcome.is_unsupported();
+        if ended && fill != Fill::Hashed(memory_seed) {
+            out.on_other_fills += 1;
+        }
         if a.outcome.is_inconclusive() {
             // Inconclusive whatever the merged side does: not run (the costliest runs).
             out.inconclusive += 1;
@@ -419,7 +442,7 @@ fn check_function<'a>(
             Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
             _ => {
                 let fuel = merged_options.fuel;
-                sides[1].run(target, &args, &merged_options, fuel, memory_seed)
+                sides[1].run(target, &args, &merged_options, fuel, fill)
             }
         };
         if b.outcome.is_inconclusive() && a.outcome.is_unsupported() {
@@ -437,6 +460,7 @@ fn check_function<'a>(
                 function: mf.name.clone(),
                 ran_as: ran_as.clone(),
                 args,
+                memory: fill,
                 original: a,
                 merged: b,
             });
@@ -447,14 +471,15 @@ fn check_function<'a>(
     out.count_coverage(runs, incomplete, options.runs);
 }
 
-/// The fuel of each run of a function once one of its runs was inconclusive: a multiple of the
-/// most instructions a run of it that ended took, at least an eighth of the fuel, at most all
-/// of it. An inconclusive run is mostly a loop or a recursion that does not end on what memory
-/// holds (a probe loop over a hash table no slot of which is empty), and the function's later
-/// runs that reach it do not end either: each took the whole fuel, up to `max_inconclusive`
-/// times, half of the interpreter's time on real code. Its runs that end take far less (on the
-/// corpus, at most 4,756 instructions), and a run that ends after more than this is now
-/// inconclusive (never checked).
+/// The fuel of each run of a function once one of its runs did not end on its first fill (and
+/// of every run on another fill): a multiple of the most instructions a run of it that ended
+/// took, at least an eighth of the fuel, at most all of it. A run that does not end is mostly
+/// a loop or a recursion that does not end on what memory holds (a probe loop over a hash
+/// table no slot of which is empty), and the function's later runs that reach it do not end
+/// either: each took the whole fuel, half of the interpreter's time on real code, before it
+/// was run on other fills. Its runs that end take far less (on the corpus, at most 4,756
+/// instructions), and a run that would end after more than this is run on the other fills in
+/// the same fuel, or inconclusive (never checked).
 fn fuel_after_inconclusive(fuel: u64, longest: u64) -> u64 {
     longest
         .saturating_mul(LONGEST_RUN_FACTOR)
@@ -498,17 +523,59 @@ fn run_original<'a>(
     (preferred, plain): (Vec<DataValue>, Vec<DataValue>),
     (attempt_fuel, fuel): (u64, u64),
     options: &VerifyOptions,
-    memory_seed: u64,
+    fill: Fill,
 ) -> (Vec<DataValue>, Run, bool) {
     if preferred.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
-        let run = side.run(func, &preferred, options, attempt_fuel, memory_seed);
+        let run = side.run(func, &preferred, options, attempt_fuel, fill);
         if !run.outcome.is_inconclusive() {
             return (preferred, run, true);
         }
     }
-    let run = side.run(func, &plain, options, fuel, memory_seed);
+    let run = side.run(func, &plain, options, fuel, fill);
     (plain, run, false)
 }
+
+/// The original side of a run that did not end on hashed memory from `seed` (`first`), run
+/// again on the same `args` with memory nothing stored to read as each of [`other_fills`] in
+/// turn, until a run ends (returns, traps or calls a function the module does not have): that
+/// run and its fill (the merged side runs on it too), else `first` and its fill. Each fill is
+/// a pure function of the address, the same on both sides: a run that ends on one is checked
+/// as any other; one that ends on none stays inconclusive.
+fn run_on_other_fills<'a>(
+    side: &mut Side<'a>,
+    func: &'a Function,
+    args: &[DataValue],
+    options: &VerifyOptions,
+    fuel: u64,
+    (first, seed): (Run, u64),
+) -> (Run, Fill) {
+    for fill in other_fills(seed) {
+        let run = side.run(func, args, options, fuel, fill);
+        if !run.outcome.is_inconclusive() && !run.outcome.is_unsupported() {
+            return (run, fill);
+        }
+    }
+    (first, Fill::Hashed(seed))
+}
+
+/// The fills a run that does not end on hashed memory from `seed` is run on again, in order.
+/// Where a run does not end, what it read is mostly what keeps it going: a hash table probed
+/// forever because none of its control bytes is empty (`0xFF`) and its mask keeps the probe on
+/// a few of them; a tree or a list walked forever because no pointer read is null; a length
+/// read that does not end a loop. First another draw of hashed memory, which ends a run where
+/// the draw was unlucky and checks the run as deep as any other; then the sentinels: memory
+/// cleared (`0x00`: null pointers, zero lengths) and erased (`0xFF`: empty slots, all-ones
+/// masks).
+fn other_fills(seed: u64) -> [Fill; 3] {
+    [
+        Fill::Hashed(mix(seed ^ ANOTHER_DRAW)),
+        Fill::Byte(0x00),
+        Fill::Byte(0xff),
+    ]
+}
+
+/// What another draw of hashed memory for a run derives its seed with.
+const ANOTHER_DRAW: u64 = 0xf111_da7a_5eed_0002;
 
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for
 /// tests that compare the interpreter with compiled code.
@@ -525,7 +592,13 @@ pub fn run_function(
     match module.resolve(name) {
         Some(id) => {
             let func = &module.function(id).func;
-            side.run(func, args, options, options.fuel, options.seed)
+            side.run(
+                func,
+                args,
+                options,
+                options.fuel,
+                Fill::Hashed(options.seed),
+            )
         }
         None => Run::not_run(Outcome::NotRunnable(format!("{name} is not defined"))),
     }

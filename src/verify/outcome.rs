@@ -1,6 +1,7 @@
 //! How a run ends, the calls it made to functions that are not run and the stores it made, and
 //! a difference between the two sides, with the text they are reported in.
 
+use super::memory::Fill;
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Signature, TrapCode};
@@ -250,6 +251,8 @@ pub struct Mismatch {
     pub ran_as: Option<FuncName>,
     /// The arguments.
     pub args: Vec<DataValue>,
+    /// What memory nothing stored to read as in both runs.
+    pub memory: Fill,
     /// The run in the original module.
     pub original: Run,
     /// The run in the merged module.
@@ -264,6 +267,7 @@ impl Mismatch {
             function: name.clone(),
             ran_as: None,
             args: Vec::new(),
+            memory: Fill::default(),
             original: not_run("not run".into()),
             merged: not_run(why),
         }
@@ -280,6 +284,9 @@ impl fmt::Display for Mismatch {
             write!(f, " (removed; ran {kept})")?;
         }
         write_values(f, &self.args)?;
+        if let Fill::Byte(_) = self.memory {
+            write!(f, " (memory nothing stored to reads {})", self.memory)?;
+        }
         write!(
             f,
             ": original {}, merged {}",

@@ -14,6 +14,9 @@ pub struct VerifyReport {
     pub inconclusive: usize,
     /// Runs the interpreter could not complete on a side.
     pub unsupported: usize,
+    /// Runs that ran to the end only on another fill of memory nothing stored to (counted
+    /// among the runs that ended): their first fill kept them going.
+    pub on_other_fills: usize,
     /// What the unsupported runs stopped at (an opcode, or what else), and how many.
     pub unsupported_at: BTreeMap<String, usize>,
     /// Defined functions not run: a signature the interpreter cannot call.
@@ -40,8 +43,10 @@ impl VerifyReport {
     }
 
     /// `verify: N functions, R runs, M mismatches (I inconclusive, U unsupported, S skipped);
-    /// F fully checked, P partly, Z not at all, C unchanged`, then what the unsupported runs
-    /// stopped at, most frequent first (`; unsupported: get_frame_pointer 12, ...`).
+    /// F fully checked, P partly, Z not at all, C unchanged`, then how many runs ended only on
+    /// another fill of memory when some did (`; O runs ended on another fill`), then what the
+    /// unsupported runs stopped at, most frequent first (`; unsupported: get_frame_pointer 12,
+    /// ...`).
     pub fn summary(&self) -> String {
         let mut text = format!(
             "verify: {} functions, {} runs, {} mismatches ({} inconclusive, {} unsupported, \
@@ -57,6 +62,12 @@ impl VerifyReport {
             self.unchecked,
             self.unchanged
         );
+        if self.on_other_fills > 0 {
+            text.push_str(&format!(
+                "; {} runs ended on another fill",
+                self.on_other_fills
+            ));
+        }
         let mut at: Vec<(&String, &usize)> = self.unsupported_at.iter().collect();
         at.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (i, (what, n)) in at.iter().enumerate() {
@@ -100,6 +111,7 @@ impl VerifyReport {
         self.runs += other.runs;
         self.inconclusive += other.inconclusive;
         self.unsupported += other.unsupported;
+        self.on_other_fills += other.on_other_fills;
         for (what, n) in other.unsupported_at {
             *self.unsupported_at.entry(what).or_default() += n;
         }

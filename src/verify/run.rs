@@ -3,6 +3,7 @@
 
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
+use super::memory::Fill;
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
@@ -64,18 +65,18 @@ impl<'a> Side<'a> {
         self.state.resolved_only(&unchanged.names, &unchanged.slots)
     }
 
-    /// Runs `entry` on `args` for at most `fuel` instructions, memory nothing stored to derived
-    /// from `memory_seed`; a panic inside the interpreter is an unsupported run.
+    /// Runs `entry` on `args` for at most `fuel` instructions, memory nothing stored to read as
+    /// `fill` makes it; a panic inside the interpreter is an unsupported run.
     pub(super) fn run(
         &mut self,
         entry: &'a Function,
         args: &[DataValue],
         options: &VerifyOptions,
         fuel: u64,
-        memory_seed: u64,
+        fill: Fill,
     ) -> Run {
         let mut imports = Vec::new();
-        self.state.reset(memory_seed);
+        self.state.reset(fill);
         self.at = None;
         if let Some(trace) = &mut self.trace {
             trace.clear();

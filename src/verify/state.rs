@@ -6,7 +6,7 @@
 pub(super) mod cycle;
 
 use super::inputs::fnv;
-use super::memory::Memory;
+use super::memory::{Fill, Memory};
 use super::names::Names;
 use super::outcome::Store;
 use crate::module::FuncName;
@@ -160,11 +160,11 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Empties the stack, memory and records for a run whose unwritten memory comes from
-    /// `seed`.
-    pub(super) fn reset(&mut self, seed: u64) {
+    /// Empties the stack, memory and records for a run whose unwritten memory reads as `fill`
+    /// makes it.
+    pub(super) fn reset(&mut self, fill: Fill) {
         self.release();
-        self.memory.reset(seed);
+        self.memory.reset(fill);
         for word in self.resolved_names.iter().chain(&self.resolved_slots) {
             word.set(0);
         }
@@ -178,7 +178,7 @@ impl<'a> Machine<'a> {
         }
         self.frame_base.clear();
         self.stack.clear();
-        self.memory.reset(0);
+        self.memory.reset(Fill::default());
         self.stores.clear();
         self.escaped.clear();
         self.pinned_reg = DataValue::I64(0);
