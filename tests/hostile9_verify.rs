@@ -70,7 +70,6 @@ block4:
 /// same merge is found (the test after the next). A function whose first run loops forever on
 /// an argument of 0 (a null pointer, an empty queue waited on) is ordinary code.
 #[test]
-#[ignore = "defect: the fuel shared after an inconclusive run cuts every run that would tell a wrong merge apart; it is reported ok"]
 fn verify_reports_a_wrong_merge_told_apart_only_by_runs_longer_than_the_shared_fuel() {
     let (reported, summary) = planted("(i64) -> i64", &sum_below(false), &sum_below(true), "");
     assert!(
@@ -168,7 +167,7 @@ block0(v0: i64):
 /// "ok" (the edge values -1 and MAX are 1,023 deep). The bound was 2,000 before `936c5af`,
 /// which would have run them to the end.
 #[test]
-#[ignore = "defect: runs deeper than 512 calls are inconclusive, so a wrong merge told apart only there is reported ok"]
+#[ignore = "limit: runs deeper than 512 calls are inconclusive (VerifyOptions::max_depth, for memory and time), so a wrong merge told apart only there is not found; the summary counts them inconclusive, never checked"]
 fn verify_reports_a_wrong_merge_told_apart_only_deeper_than_512_calls() {
     let (f, g, rest) = recursion(600);
     let (reported, summary) = planted("(i64) -> i64", &f, &g, &rest);
@@ -376,7 +375,6 @@ fn verify_thunk_chain(mode: Mode, options: &VerifyOptions) -> VerifyReport {
 }
 
 #[test]
-#[ignore = "defect: a call through an address may run three frames after merging (address thunk, exact thunk, similar body); the merged side's depth bound (2x+2) calls a right merge a mismatch"]
 fn a_right_merge_whose_calls_go_through_two_thunks_passes_verify() {
     for mode in [Mode::Safe, Mode::Thunks] {
         let checked = verify_thunk_chain(mode, &VerifyOptions::default());
@@ -468,7 +466,6 @@ fn verify_gives_the_same_summary_with_any_thread_count_and_function_order() {
 /// ended), here the planted wrong `%g`: `0 runs, 0 mismatches; 1 fully checked`. Expected: not
 /// checked at all.
 #[test]
-#[ignore = "defect: with runs = 0 (library API) a function never run is counted fully checked"]
 fn a_function_never_run_is_not_fully_checked() {
     let module = |g: &str| {
         format!(
@@ -580,7 +577,6 @@ fn verify_fast_path(options: &VerifyOptions) -> VerifyReport {
 }
 
 #[test]
-#[ignore = "defect: a similar thunk runs all its constants at every call; a loop of cheap calls takes more than the merged side's fuel (4x+1000) and a right merge is a mismatch"]
 fn a_right_merge_whose_thunks_pass_many_constants_passes_verify() {
     // Eight runs, not 64: each run of `%loop` is the same (it ignores its argument).
     let options = VerifyOptions {

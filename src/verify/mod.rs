@@ -85,6 +85,7 @@ mod options;
 mod outcome;
 mod report;
 mod run;
+mod slack;
 mod state;
 mod symbols;
 mod valid;
@@ -104,6 +105,7 @@ use inputs::{Rng, arguments, fnv, mix, steering_values};
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
+use slack::MergedSlack;
 
 /// Runs every function of `original` and its counterpart in `merged` (the result of merging
 /// `original`, as `report` says) on `options.runs` argument tuples, and reports every
@@ -143,6 +145,7 @@ pub fn verify_merge(
     let symbol_mismatches = symbols::symbol_mismatches(original, merged, report);
     let with_stand_ins = similar_stand_ins(merged, report);
     let merged = with_stand_ins.as_ref().unwrap_or(merged);
+    let slack = MergedSlack::of(merged);
     let names = Names::new(&[original, merged]);
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
@@ -176,7 +179,8 @@ pub fn verify_merge(
         let mut out = VerifyReport::default();
         for mf in piece.iter() {
             let same = (&unchanged, closed.as_slice());
-            check_or_skip(&mut out, &mut sides, same, mf, merged, &removed, options);
+            let limits = (options, &slack);
+            check_or_skip(&mut out, &mut sides, same, mf, merged, &removed, limits);
         }
         out
     });
@@ -220,7 +224,7 @@ fn check_or_skip<'a>(
     mf: &'a ModuleFunction,
     merged: &'a ClifModule,
     removed: &FxHashMap<FuncName, FuncName>,
-    options: &VerifyOptions,
+    (options, slack): (&VerifyOptions, &MergedSlack),
 ) {
     let func = &*mf.func;
     if options
@@ -251,7 +255,7 @@ fn check_or_skip<'a>(
                 Some(_) => *func == *target,
             };
             let unchanged = same_entry.then_some(unchanged);
-            check_function(out, sides, unchanged, mf, target, ran_as, options)
+            check_function(out, sides, unchanged, mf, target, ran_as, (options, slack))
         }
         None => out.mismatches.push(no_counterpart(mf, target, ran_as)),
     }
@@ -364,7 +368,7 @@ fn check_function<'a>(
     mf: &'a ModuleFunction,
     target: &'a Function,
     ran_as: Option<FuncName>,
-    options: &VerifyOptions,
+    (options, slack): (&VerifyOptions, &MergedSlack),
 ) {
     let func = &mf.func;
     let name_hash = fnv(mf.name.to_string().as_bytes());
@@ -374,7 +378,7 @@ fn check_function<'a>(
     let mut inconclusive = 0;
     // Runs whose first fill did not end (then ended on another or not at all).
     let mut unended_first = 0;
-    let merged_options = options.for_merged_side();
+    let merged_options = options.for_merged_side(slack);
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
     let mut search = guide::Search::default();
@@ -417,7 +421,12 @@ fn check_function<'a>(
         // fuel of a run after one that did not end.
         let (a, fill) = match a.outcome.is_inconclusive() {
             true => {
-                unended_first += 1;
+                // Only a costly run makes the later ones take less: one stopped early, in a
+                // state it was in before (an endless wait on a zero argument), cost little and
+                // says nothing of how long the others run.
+                if sides[0].steps >= options.fuel / FUEL_SHARE_AFTER_INCONCLUSIVE {
+                    unended_first += 1;
+                }
                 let fuel = fuel_after_inconclusive(options.fuel, longest);
                 run_on_other_fills(&mut sides[0], func, &args, options, fuel, (a, memory_seed))
             }
@@ -441,7 +450,7 @@ fn check_function<'a>(
         let b = match unchanged {
             Some(unchanged) if sides[0].resolved_only(unchanged) => a.clone(),
             _ => {
-                let fuel = merged_options.fuel;
+                let fuel = slack.fuel_after(merged_options.fuel, sides[0].steps);
                 sides[1].run(target, &args, &merged_options, fuel, fill)
             }
         };
@@ -483,8 +492,12 @@ fn check_function<'a>(
 fn fuel_after_inconclusive(fuel: u64, longest: u64) -> u64 {
     longest
         .saturating_mul(LONGEST_RUN_FACTOR)
-        .clamp(fuel / 8, fuel.max(1))
+        .clamp(fuel / FUEL_SHARE_AFTER_INCONCLUSIVE, fuel.max(1))
 }
+
+/// The least share of the fuel a run takes after one did not end; a run that did not end after
+/// fewer instructions (stopped in a cycle) leaves the later runs their whole fuel.
+const FUEL_SHARE_AFTER_INCONCLUSIVE: u64 = 8;
 
 /// How many times the longest run of a function that ended a run after an inconclusive one may
 /// take.

@@ -1,5 +1,6 @@
 //! [`VerifyOptions`]: how much `--verify` runs.
 
+use super::slack::MergedSlack;
 use crate::module::FuncName;
 use std::collections::BTreeSet;
 
@@ -30,11 +31,15 @@ impl VerifyOptions {
     /// The limits of the merged side of a run whose original ended: a merged function may take
     /// a few more instructions, calls and frames (a thunk on the way), not more than this. One
     /// that hits these limits where the original ended does not do the same (a loop that no
-    /// longer ends, a recursion that no longer stops): a mismatch.
-    pub(super) fn for_merged_side(&self) -> VerifyOptions {
+    /// longer ends, a recursion that no longer stops): a mismatch. Each call may become a chain
+    /// of `slack`'s forwarders (exact thunks, similar thunks passing constants): the depth
+    /// grows by that chain's frames; the fuel of a run grows by its instructions for each
+    /// instruction the original ran ([`super::slack::MergedSlack::fuel_after`]).
+    pub(super) fn for_merged_side(&self, slack: &MergedSlack) -> VerifyOptions {
         VerifyOptions {
             fuel: self.fuel.saturating_mul(4).saturating_add(1_000),
-            max_depth: self.max_depth.saturating_mul(2).saturating_add(2),
+            max_depth: (self.max_depth.saturating_mul(2).saturating_add(2))
+                .saturating_mul(slack.frames_per_call),
             max_stack_bytes: self.max_stack_bytes.saturating_mul(2),
             ..self.clone()
         }

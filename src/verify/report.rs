@@ -128,7 +128,8 @@ impl VerifyReport {
     /// `incomplete` of which did not run to the end on both sides.
     pub(super) fn count_coverage(&mut self, runs: usize, incomplete: usize, planned: usize) {
         match (runs, incomplete) {
-            (r, 0) if r == planned => self.fully_checked += 1,
+            // A function no run checked (no runs asked for) is not checked at all.
+            (r, 0) if r == planned && r > 0 => self.fully_checked += 1,
             (r, i) if i < r => self.partly_checked += 1,
             _ => self.unchecked += 1,
         }
