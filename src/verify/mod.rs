@@ -45,15 +45,18 @@
 //!   then every byte `0xFF`: `other_fills`), and the first run that ends is the run, its merged
 //!   side on the same fill; a run that hits a limit on every fill is *inconclusive* (the
 //!   merged side is not run). The merged side has four times the fuel and twice the depth and
-//!   stack (a thunk on the way takes a few more): when it hits them where the original ended,
-//!   it does not do the same (a loop that no longer ends), a mismatch. A run in which the
+//!   stack, and more for the merged module's forwarders (`slack.rs`: each call may pass a chain
+//!   of thunks, whose frames multiply the depth and whose instructions are added to the fuel
+//!   for each instruction the original ran): when it hits them where the original ended, it
+//!   does not do the same (a loop that no longer ends), a mismatch. A run in which the
 //!   interpreter cannot run an instruction (it panics or reports an error) is *unsupported*,
 //!   counted by opcode in the summary, not a mismatch — but a run unsupported on one side only
 //!   is one, since both sides run the same bodies. A function whose runs keep being
 //!   inconclusive is run with small arguments, then no more. A run that comes back to a state
 //!   it was in (every register, memory, the stack) never ends: it is stopped there, out of
 //!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did
-//!   not end on its first fill, its later runs and the runs on other fills take four times the
+//!   not end on its first fill after at least an eighth of the fuel (one stopped in a cycle
+//!   sooner cost little), its later runs and the runs on other fills take four times the
 //!   most instructions a run of it that ended took, at least an eighth of the fuel
 //!   (`fuel_after_inconclusive`): a later run that would have ended after more is run on the
 //!   other fills, or inconclusive.
