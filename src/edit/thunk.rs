@@ -290,4 +290,30 @@ mod tests {
             assert!(func.dfg.exception_tables.is_empty());
         }
     }
+
+    /// A body rewritten under another name than its own takes that name (the name is kept
+    /// only when it is the thunk's), user or testcase, whatever the name was.
+    #[test]
+    fn thunk_in_place_takes_the_name_it_is_given() {
+        let f = FuncName::parse("%kept").unwrap();
+        for (own, given) in [
+            ("%g", "%h"),
+            ("%g", "u0:4"),
+            ("u0:4", "u0:5"),
+            ("u1:4", "u0:4"),
+            ("u0:4", "%g"),
+        ] {
+            let mut func = parse(&format!(
+                "function {own}(i32) -> i32 system_v {{
+                block0(v0: i32):
+                    return v0
+                }}"
+            ));
+            let g = FuncName::parse(given).unwrap();
+            let fresh = write_thunk(&g, &func.signature, &f);
+            rewrite_as_thunk(&mut func, &g, &f);
+            assert_eq!(FuncName::of_function(&func), g);
+            assert!(func == fresh, "{own} as {given}:\n{}", func.display());
+        }
+    }
 }
