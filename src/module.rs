@@ -129,17 +129,21 @@ pub enum Symbol {
 
 /// Names to symbols, looked up without building a [`FuncName`] (the merge driver looks up every
 /// callee of every function).
+///
+/// Testcase names are keyed by their bytes: a name inside a function is bytes, and a key is
+/// always the UTF-8 of a [`FuncName`], so bytes that are not UTF-8 find nothing, as a name that
+/// is not UTF-8 never named a symbol, without checking them first (a third of a lookup).
 #[derive(Clone, Debug, Default)]
 struct SymbolTable {
     user: FxHashMap<(u32, u32), Symbol>,
-    testcase: FxHashMap<Box<str>, Symbol>,
+    testcase: FxHashMap<Box<[u8]>, Symbol>,
 }
 
 impl SymbolTable {
     fn get(&self, name: &FuncName) -> Option<Symbol> {
         match name {
             FuncName::User { namespace, index } => self.user.get(&(*namespace, *index)).copied(),
-            FuncName::Testcase(t) => self.testcase.get(t).copied(),
+            FuncName::Testcase(t) => self.testcase.get(t.as_bytes()).copied(),
         }
     }
 
@@ -149,10 +153,7 @@ impl SymbolTable {
                 let u = &func.params.user_named_funcs()[*r];
                 self.user.get(&(u.namespace, u.index)).copied()
             }
-            ExternalName::TestCase(t) => {
-                let text = std::str::from_utf8(t.raw()).ok()?;
-                self.testcase.get(text).copied()
-            }
+            ExternalName::TestCase(t) => self.testcase.get(t.raw()).copied(),
             ExternalName::LibCall(_) | ExternalName::KnownSymbol(_) => None,
         }
     }
@@ -162,7 +163,8 @@ impl SymbolTable {
         match name {
             UserFuncName::User(u) => self.user.get(&(u.namespace, u.index)).copied(),
             UserFuncName::Testcase(t) => match std::str::from_utf8(t.raw()) {
-                Ok(text) => self.testcase.get(text).copied(),
+                Ok(_) => self.testcase.get(t.raw()).copied(),
+                // A definition's name that is not UTF-8 is its lossy `FuncName`.
                 Err(_) => self.get(&FuncName::testcase(t.raw())),
             },
         }
@@ -174,7 +176,7 @@ impl SymbolTable {
                 self.user.remove(&(*namespace, *index));
             }
             FuncName::Testcase(t) => {
-                self.testcase.remove(t);
+                self.testcase.remove(t.as_bytes());
             }
         }
     }
@@ -185,7 +187,7 @@ impl SymbolTable {
                 self.user.insert((*namespace, *index), symbol);
             }
             FuncName::Testcase(t) => {
-                self.testcase.insert(t.clone(), symbol);
+                self.testcase.insert(t.as_bytes().into(), symbol);
             }
         }
     }
@@ -461,5 +463,73 @@ impl ClifModule {
         self.symbols.remove(&mf.name);
         let signature = mf.func.signature.clone();
         *mf.func = Function::with_name_signature(mf.func.name.clone(), signature);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift_codegen::ir::{ExtFuncData, Signature, UserExternalName};
+    use cranelift_codegen::isa::CallConv;
+
+    /// A function that declares `callee` and nothing else.
+    fn caller_of(callee: ExternalName) -> (Function, cranelift_codegen::ir::FuncRef) {
+        let mut func = Function::with_name_signature(
+            UserFuncName::testcase("caller"),
+            Signature::new(CallConv::SystemV),
+        );
+        let signature = func.import_signature(Signature::new(CallConv::SystemV));
+        let fr = func.import_function(ExtFuncData {
+            name: callee,
+            signature,
+            colocated: true,
+            patchable: false,
+        });
+        (func, fr)
+    }
+
+    /// A name inside a function finds the symbol of the same name, testcase or user; bytes that
+    /// are not UTF-8 find nothing, not even the function whose definition had those bytes (its
+    /// name is their lossy text), and the lossy text finds it.
+    #[test]
+    fn external_names_find_their_symbols_by_their_bytes() {
+        let mut module = ClifModule::new();
+        let sig = Signature::new(CallConv::SystemV);
+        let define = |module: &mut ClifModule, name: UserFuncName| {
+            let func = Function::with_name_signature(name, sig.clone());
+            module.define(func, SymbolLinkage::Local, None).unwrap()
+        };
+        let plain = define(&mut module, UserFuncName::testcase("plain"));
+        let user = define(&mut module, UserFuncName::user(1, 7));
+        let odd_bytes: &[u8] = &[b'a', 0xff, b'b'];
+        let odd = define(&mut module, UserFuncName::testcase(odd_bytes));
+        assert_eq!(module.function(odd).name.to_string(), "%a\u{fffd}b");
+
+        let lookup = |name: ExternalName| {
+            let (func, fr) = caller_of(name);
+            module.lookup_external(&func.dfg.ext_funcs[fr].name, &func)
+        };
+        assert_eq!(
+            lookup(ExternalName::testcase("plain")),
+            Some(Symbol::Function(plain))
+        );
+        assert_eq!(lookup(ExternalName::testcase("plai")), None);
+        assert_eq!(lookup(ExternalName::testcase(odd_bytes)), None);
+        assert_eq!(
+            lookup(ExternalName::testcase("a\u{fffd}b")),
+            Some(Symbol::Function(odd))
+        );
+        let (mut func, _) = caller_of(ExternalName::testcase("x"));
+        let r = func.declare_imported_user_function(UserExternalName::new(1, 7));
+        assert_eq!(
+            module.lookup_external(&ExternalName::User(r), &func),
+            Some(Symbol::Function(user))
+        );
+        // A definition's own name, UTF-8 or not, finds its function.
+        for id in [plain, user, odd] {
+            let defined =
+                Function::with_name_signature(module.function(id).func.name.clone(), sig.clone());
+            assert_eq!(module.lookup_defined(&defined), Some(Symbol::Function(id)));
+        }
     }
 }

@@ -46,7 +46,7 @@ pub fn refine(
 ) -> Classes {
     let mut refiner = Refiner::new(fingerprints, hashes);
     refiner.refine();
-    refiner.classes()
+    refiner.into_classes()
 }
 
 /// A map with an entry for each of `n` keys already (growing it entry by entry costs a check
@@ -266,13 +266,14 @@ impl<'a> Refiner<'a> {
         }
     }
 
-    /// The classes of two or more, each in id order, ordered by their first member.
-    fn classes(&self) -> Classes {
+    /// The classes of two or more, each in id order, ordered by their first member: the
+    /// member lists themselves, not copies (a copy was an allocation per class).
+    fn into_classes(self) -> Classes {
         let mut classes: Vec<Vec<FunctionId>> = self
             .members
-            .values()
+            .into_iter()
+            .map(|(_, members)| members)
             .filter(|m| m.len() > 1)
-            .cloned()
             .collect();
         for c in &mut classes {
             c.sort();

@@ -64,7 +64,12 @@ impl FunctionRefs {
 /// What every function of a module refers to.
 #[derive(Clone, Debug, Default)]
 pub struct ModuleRefs {
-    functions: SecondaryMap<FunctionId, FunctionRefs>,
+    /// By id; a function without a body (or made after the references were found) refers to
+    /// nothing. A vector rather than a `SecondaryMap`: in the usual module, whose ids are its
+    /// layout, the references found in layout order are this vector as they come.
+    functions: Vec<FunctionRefs>,
+    /// What a function without references of its own refers to.
+    nothing: FunctionRefs,
     address_taken: EntitySet<FunctionId>,
 }
 
@@ -100,18 +105,30 @@ impl ModuleRefs {
     /// [`FunctionRefs::of`] in [`ClifModule::ids`] order (for a pass that finds them while it
     /// reads each function for its own ends).
     pub fn from_functions(module: &ClifModule, functions: Vec<FunctionRefs>) -> ModuleRefs {
-        let mut refs = ModuleRefs::default();
-        refs.functions.resize(module.id_count());
-        for (&id, function_refs) in module.ids().iter().zip(functions) {
-            refs.functions[id] = function_refs;
-        }
+        let ids = module.ids();
+        let in_id_order =
+            ids.len() == module.id_count() && ids.iter().enumerate().all(|(i, id)| id.index() == i);
+        let functions = if in_id_order {
+            functions
+        } else {
+            let mut by_id: Vec<FunctionRefs> = Vec::new();
+            by_id.resize_with(module.id_count(), FunctionRefs::default);
+            for (&id, function_refs) in ids.iter().zip(functions) {
+                by_id[id.index()] = function_refs;
+            }
+            by_id
+        };
+        let mut refs = ModuleRefs {
+            functions,
+            ..ModuleRefs::default()
+        };
         refs.address_taken = refs.find_address_taken(module);
         refs
     }
 
     /// What `f` refers to.
     pub fn of_function(&self, f: FunctionId) -> &FunctionRefs {
-        &self.functions[f]
+        self.functions.get(f.index()).unwrap_or(&self.nothing)
     }
 
     /// Whether the address of the defined function `f` is observable inside the module: named
@@ -123,7 +140,7 @@ impl ModuleRefs {
     fn find_address_taken(&self, module: &ClifModule) -> EntitySet<FunctionId> {
         let mut taken = EntitySet::with_capacity(module.id_count());
         for &id in module.ids() {
-            for name in &self.functions[id].addresses {
+            for name in &self.of_function(id).addresses {
                 if let Some(target) = module.resolve(name) {
                     taken.insert(target);
                 }

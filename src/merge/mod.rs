@@ -126,6 +126,7 @@ pub(crate) fn analyse_with_shapes(
         writer.shape_hash(func)
     });
     let mut shape_count: FxHashMap<u64, u32> = FxHashMap::default();
+    shape_count.reserve(module.len());
     for &shape in shapes.values().flatten() {
         *shape_count.entry(shape).or_default() += 1;
     }

@@ -55,52 +55,79 @@ pub struct MergeReport {
     pub global: Option<crate::global::GlobalReport>,
 }
 
+impl MergedClass {
+    /// The smallest name of its members, the order of a report's classes (the replaced are in
+    /// name order).
+    fn smallest_name(&self) -> &FuncName {
+        self.replaced
+            .first()
+            .map_or(&self.kept, |r| &r.name)
+            .min(&self.kept)
+    }
+}
+
 /// A class's kept name and its replaced functions, each with its id.
 type ClassWithIds = (FuncName, Vec<(FunctionId, Replacement)>);
 
 impl MergeReport {
     /// The report of `plan` for `module` (not yet rewritten).
     pub fn of_plan(module: &ClifModule, plan: &MergePlan) -> MergeReport {
-        let mut classes: Vec<(FuncName, usize, MergedClass)> = parallel::map(
+        // Each class in plan order. The names are cloned once, into the report: the order is
+        // found from the names it holds.
+        let in_plan_order: Vec<MergedClass> = parallel::map(
             &plan.classes,
             || (),
-            |_, c, class| {
-                let mut replaced: Vec<(&FuncName, Action)> = class
+            |_, _, class| {
+                let mut replaced: Vec<Replacement> = class
                     .replaced
                     .iter()
-                    .map(|&(g, action)| (&module.function(g).name, action))
-                    .collect();
-                replaced.sort_by(|a, b| a.0.cmp(b.0));
-                let kept = class.kept_name(module);
-                let smallest = replaced.first().map_or(kept, |r| r.0).min(kept).clone();
-                let replaced = replaced
-                    .into_iter()
-                    .map(|(name, by)| Replacement {
-                        name: name.clone(),
+                    .map(|&(g, by)| Replacement {
+                        name: module.function(g).name.clone(),
                         by,
                     })
                     .collect();
-                let kept = kept.clone();
-                (smallest, c, MergedClass { kept, replaced })
+                replaced.sort_by(|a, b| a.name.cmp(&b.name));
+                let kept = class.kept_name(module).clone();
+                MergedClass { kept, replaced }
             },
         );
-        classes.sort_by(|a, b| a.0.cmp(&b.0));
-        // Plan order to report order.
-        let mut position = vec![0u32; classes.len()];
-        for (at, (_, c, _)) in classes.iter().enumerate() {
-            position[*c] = at as u32;
-        }
-        let mut redirect_map: Vec<(FunctionId, u32)> = plan
-            .classes
+        // Report order: by smallest name (each name is in one class only), sorted as indices
+        // rather than moving the classes; a stable sort, which runs of names already in order
+        // (the plan's order is by first member) make cheap.
+        let mut order: Vec<(&FuncName, u32)> = in_plan_order
             .iter()
-            .zip(&position)
-            .flat_map(|(class, &at)| class.replaced.iter().map(move |&(g, _)| (g, at)))
+            .enumerate()
+            .map(|(c, class)| (class.smallest_name(), c as u32))
             .collect();
-        redirect_map.sort_unstable();
+        order.sort_by(|a, b| a.0.cmp(b.0));
+        // Plan order to report order.
+        let mut position = vec![0u32; order.len()];
+        for (at, &(_, c)) in order.iter().enumerate() {
+            position[c as usize] = at as u32;
+        }
+        let order: Vec<u32> = order.into_iter().map(|(_, c)| c).collect();
+        let mut taken: Vec<Option<MergedClass>> = in_plan_order.into_iter().map(Some).collect();
+        let classes = order
+            .iter()
+            .map(|&c| taken[c as usize].take().expect("each class once"))
+            .collect();
+        // Each replaced function's class, read off in id order (no sort).
+        let mut class_of: Vec<u32> = vec![u32::MAX; module.id_count()];
+        for (class, &at) in plan.classes.iter().zip(&position) {
+            for &(g, _) in &class.replaced {
+                class_of[g.index()] = at;
+            }
+        }
+        let redirect_map: Vec<(FunctionId, u32)> = class_of
+            .iter()
+            .enumerate()
+            .filter(|&(_, &at)| at != u32::MAX)
+            .map(|(g, &at)| (FunctionId::new(g), at))
+            .collect();
         MergeReport {
             functions: module.len(),
             merged: plan.merged(),
-            classes: classes.into_iter().map(|(_, _, c)| c).collect(),
+            classes,
             redirect_map,
             similar: None,
             global: None,
