@@ -173,7 +173,7 @@ struct Eager {
 
 enum Timing {
     Eager(Box<Eager>),
-    Deferred(Vec<Held>, MergeOptions),
+    Deferred(Vec<Held>, Box<MergeOptions>),
 }
 
 /// A [`Module`] that merges equal functions before they reach the inner module `M`.
@@ -298,7 +298,7 @@ impl<M: Module> MergingModule<M> {
     /// assert!(!bytes.is_empty());
     /// ```
     pub fn with_options(inner: M, options: MergeOptions) -> Self {
-        Self::with_timing(inner, Timing::Deferred(Vec::new(), options))
+        Self::with_timing(inner, Timing::Deferred(Vec::new(), Box::new(options)))
     }
 
     fn with_timing(inner: M, timing: Timing) -> Self {

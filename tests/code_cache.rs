@@ -64,13 +64,9 @@ fn objects_from_cached_code_are_the_objects_compiling_gives() {
                 let records: Vec<_> = (out.report.similar.iter().flatten())
                     .flat_map(|g| g.records.iter().cloned())
                     .collect();
-                let fresh = write_object_with_records(
-                    &out.module,
-                    out.report.removed(),
-                    &object,
-                    &records,
-                )
-                .unwrap();
+                let fresh =
+                    write_object_with_records(&out.module, out.report.removed(), &object, &records)
+                        .unwrap();
                 let piped = out.object.expect("an object");
                 assert!(
                     piped.bytes == fresh.bytes,

@@ -151,8 +151,11 @@ fn compile(
 /// the name gets next time.
 #[derive(Default)]
 pub struct CodeCache {
-    by_function: Mutex<FxHashMap<u64, Vec<(Function, Arc<CachedCode>)>>>,
+    by_function: Mutex<FxHashMap<u64, Vec<CacheEntry>>>,
 }
+
+/// A function compiled, and its code.
+type CacheEntry = (Function, Arc<CachedCode>);
 
 /// A cached function's code: [`Code::Compiled`] with slots as names.
 struct CachedCode {
