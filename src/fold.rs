@@ -13,6 +13,7 @@ use crate::module::{ClifModule, FunctionId, SymbolLinkage};
 use crate::partition;
 use crate::policy::{Action, AllPreemptible, MemberFacts, Mode, decide_class};
 use crate::refs::ModuleRefs;
+use crate::similar::CodeClasses;
 use cranelift_codegen::binemit::Reloc;
 use cranelift_entity::PrimaryMap;
 
@@ -97,14 +98,11 @@ pub fn fold(
     folds
 }
 
-/// For each function, the class of equal code it is in, or None where it is not compiled (a
-/// jump thunk, a removed function): functions of one class are every set the object writer
-/// could fold into one body, in any mode (it folds within these classes as the policy decides,
-/// comparing some references by identity, which only splits them further). A reference to a
-/// function compares through its target's class.
-pub type CodeClasses = PrimaryMap<FunctionId, Option<u32>>;
-
-/// The [`CodeClasses`] of `code`: a judge of what a merge saves counts as free the code that
+/// The [`CodeClasses`] of `code`, None where a function is not compiled (a jump thunk, a
+/// removed function): functions of one class are every set the object writer could fold into
+/// one body, in any mode (it folds within these classes as the policy decides, comparing some
+/// references by identity, which only splits them further); a reference to a function compares
+/// through its target's class. A judge of what a merge saves counts as free the code that
 /// folding would remove anyway.
 pub fn equal_code_classes(
     module: &ClifModule,

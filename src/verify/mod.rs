@@ -65,8 +65,8 @@
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
 //! before, so that no two parameters are equal in all of them); a share of the random integers
 //! are the constants the function tests a parameter for equality with and the indices it
-//! switches over, which random numbers miss (`inputs.rs`). Every other run after the edge values takes a *guided*
-//! tuple when one is queued (`guide.rs`): the original side records the operands of each
+//! switches over, which random numbers miss (`inputs.rs`). Every other run after the edge
+//! values takes a *guided* tuple when one is queued (`guide.rs`): the original side records the operands of each
 //! comparison a branch or a conditional trap decided on, and where a side no run took yet, an
 //! argument equal (up to a small difference) to one operand is made the other operand or its
 //! neighbour. The whole check is deterministic.

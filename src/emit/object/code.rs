@@ -51,7 +51,7 @@ pub(super) enum Code {
 
 /// Phase 2: compiles (or recognizes as a thunk) every defined function; by id (functions a merge
 /// took away are `Removed`). Functions compile on the pool; an error is the first function's in
-/// module order, whatever the threads. With a `cache`, a function whose CLIF text it holds takes
+/// module order, whatever the threads. With a `cache`, a function it holds (an equal one) takes
 /// its code from there, and the code of each function compiled is kept there.
 pub(super) fn compile_all(
     module: &ClifModule,

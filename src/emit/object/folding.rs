@@ -107,7 +107,7 @@ pub(super) fn code_classes(
     module: &ClifModule,
     slots: &Slots,
     code: &PrimaryMap<FunctionId, Code>,
-) -> fold::CodeClasses {
+) -> crate::similar::CodeClasses {
     let relocs = machine_relocs(slots, code);
     fold::equal_code_classes(module, &machine_codes(code, &relocs))
 }

@@ -116,14 +116,14 @@ pub struct ObjectOutput {
 
 /// For each function of `module`, the class of functions whose code [`write_object`] with
 /// `options` compiles alike (could fold into one body, in any mode), or None where it writes no
-/// code of its own (a jump thunk), the code of functions whose CLIF text is in `cache` taken
-/// from it: what a judge of sizes needs to know of the code folding
-/// removes anyway ([`crate::similar::SizeJudge::with_folding`]).
+/// code of its own (a jump thunk); a function `cache` holds takes its code from there: what a
+/// judge of sizes needs to know of the code folding removes anyway
+/// ([`crate::similar::SizeJudge::with_folding`]).
 pub fn equal_code_classes(
     module: &ClifModule,
     options: &ObjectOptions,
     cache: &CodeCache,
-) -> Result<cranelift_entity::PrimaryMap<crate::module::FunctionId, Option<u32>>, ObjectError> {
+) -> Result<crate::similar::CodeClasses, ObjectError> {
     let isa = target::build_isa(options)?;
     let slots = slots::Slots::new(module, &[], &target::build_identity(&*isa));
     let code = code::compile_all(module, &slots, &*isa, Some(cache))?;
@@ -153,8 +153,8 @@ pub fn write_object_with_records(
     write_object_using(module, removed_by_merge, options, records, None)
 }
 
-/// [`write_object_with_records`], taking the code of each function whose CLIF text `cache`
-/// holds from it (the code a judge of similar groups compiled for the module before).
+/// [`write_object_with_records`], taking the code of each function `cache` holds from it (the
+/// code a judge of similar groups compiled for the module before).
 pub(crate) fn write_object_using(
     module: &ClifModule,
     removed_by_merge: usize,
