@@ -1,8 +1,8 @@
-//! hostile10: the code cache (`emit::object::CodeCache`) through the library. It keys code by
-//! the function alone; the ISA it was compiled with is not part of the key. One cache handed to
-//! [`equal_code_classes`] with two object options (another target, another flag) answers the
-//! second with the first's code (ignored, defect). Each options alone with a cache of its own
-//! gives the classes a fresh cache gives (held).
+//! hostile10: the code cache (`emit::object::CodeCache`) through the library. It keyed code by
+//! the function alone, so one cache handed to [`equal_code_classes`] with two object options
+//! (another target, another flag) answered the second with the first's code (a defect, fixed:
+//! the key holds the target and every flag). Each options alone with a cache of its own gives
+//! the classes a fresh cache gives.
 
 use clif_merge::emit::object::{
     CodeCache, IsaSettings, ObjectOptions, OptLevel, equal_code_classes, parse_target,
@@ -69,7 +69,7 @@ fn f_and_g_one_class(options: &ObjectOptions, warm: Option<&ObjectOptions>) -> b
 /// told apart, where a fresh cache finds them one class. The same with one target and
 /// `opt_level=none`, then the default (`speed`).
 #[test]
-#[ignore = "defect: a CodeCache used with two object options (target or flags) gives the second the first's code: equal_code_classes splits a class"]
+
 fn a_cache_never_answers_one_isa_with_another_isas_code() {
     let aarch64 = options("aarch64-unknown-linux-gnu", &[]);
     let x86_64 = options("x86_64-unknown-linux-gnu", &[]);

@@ -61,6 +61,7 @@ pub(super) fn compile_all(
 ) -> Result<PrimaryMap<FunctionId, Code>, ObjectError> {
     let jumps = jumps_off_cycles(module);
     let ids = module.ids();
+    let target = cache.map(|_| CompiledFor::of(isa));
     let compiled = crate::parallel::map_weighted(
         ids,
         |&id| module.function(id).func.dfg.num_insts() * COMPILE_WEIGHT,
@@ -70,7 +71,10 @@ pub(super) fn compile_all(
             match &jumps[id.index()] {
                 Some(target) => Ok(Code::Thunk(slots.index[target])),
                 None => match cache {
-                    Some(cache) => cache.code(ctx, mf, slots, isa),
+                    Some(cache) => {
+                        let target = target.as_ref().expect("made with the cache");
+                        cache.code(ctx, mf, slots, (isa, target))
+                    }
                     None => compile(ctx, mf, slots, isa),
                 },
             }
@@ -145,17 +149,33 @@ fn compile(
 }
 
 /// Code compiled for one module that changes a little between compiles (each round of similar
-/// merging measures it, then the object writer compiles what came out), by the function itself:
-/// a function equal to one compiled before (every field, names included) compiles to the same
-/// code. Each relocation's slot is kept as the slot's name, so that an entry holds whatever slot
+/// merging measures it, then the object writer compiles what came out), by the function itself
+/// and what it is compiled for: a function equal to one compiled before (every field, names
+/// included) for the same target and flags compiles to the same code. Each relocation's slot is kept as the slot's name, so that an entry holds whatever slot
 /// the name gets next time.
 #[derive(Default)]
 pub struct CodeCache {
     by_function: Mutex<FxHashMap<u64, Vec<CacheEntry>>>,
 }
 
-/// A function compiled, and its code.
-type CacheEntry = (Function, Arc<CachedCode>);
+/// A function compiled, what it was compiled for, and its code.
+type CacheEntry = (Function, Arc<CompiledFor>, Arc<CachedCode>);
+
+/// What a function was compiled for beside itself: the target and every flag (shared and the
+/// ISA's), as text. One cache may serve objects of other targets or flags (a library user's
+/// choice), and code compiled for one must never answer another.
+#[derive(PartialEq, Eq, Hash)]
+struct CompiledFor(String);
+
+impl CompiledFor {
+    fn of(isa: &dyn isa::TargetIsa) -> Arc<Self> {
+        let mut text = format!("{}\n{}", isa.triple(), isa.flags());
+        for flag in isa.isa_flags() {
+            text.push_str(&format!("\n{flag}"));
+        }
+        Arc::new(CompiledFor(text))
+    }
+}
 
 /// A cached function's code: [`Code::Compiled`] with slots as names.
 struct CachedCode {
@@ -171,18 +191,22 @@ impl CodeCache {
         ctx: &mut cranelift_codegen::Context,
         mf: &ModuleFunction,
         slots: &Slots,
-        isa: &dyn isa::TargetIsa,
+        (isa, target): (&dyn isa::TargetIsa, &Arc<CompiledFor>),
     ) -> Result<Code, ObjectError> {
-        // What Cranelift compiles is hashed (names are in `params`), the whole compared.
+        // What Cranelift compiles is hashed (names are in `params`) with what it is compiled
+        // for, the whole compared.
         let key = {
             let mut hasher = rustc_hash::FxHasher::default();
             mf.func.stencil.hash(&mut hasher);
+            target.hash(&mut hasher);
             hasher.finish()
         };
         let cached = (self.by_function.lock().expect("no panic holds it"))
             .get(&key)
-            .and_then(|same_hash| same_hash.iter().find(|(f, _)| *f == *mf.func))
-            .map(|(_, code)| code.clone());
+            .and_then(|same_hash| {
+                (same_hash.iter()).find(|(f, t, _)| t == target && *f == *mf.func)
+            })
+            .map(|(_, _, code)| code.clone());
         if let Some(cached) = cached {
             return Ok(cached.code(slots));
         }
@@ -207,7 +231,7 @@ impl CodeCache {
             (self.by_function.lock().expect("no panic holds it"))
                 .entry(key)
                 .or_default()
-                .push((Function::clone(&mf.func), Arc::new(cached)));
+                .push((Function::clone(&mf.func), target.clone(), Arc::new(cached)));
         }
         Ok(code)
     }
