@@ -2,11 +2,12 @@
 //! `.text` than exact merging", where the judge's code classes (folding) and callers meet the
 //! object writer's jump thunks and machine-code folding.
 //!
-//! Two defects, both ignored here: a caller of a removed member that the object writes as one
-//! jump (a forwarding thunk) is measured compiled, before and after, so its growth from a
-//! 5-byte jump to a compiled call is priced at a fraction; and a member merged where a caller
-//! of it folds with a caller of the member's machine-code twin makes those callers' code
-//! differ (they no longer fold), which no measure counts.
+//! Two defects, fixed: a caller of a removed member that the object writes as one jump (a
+//! forwarding thunk) was measured compiled, before and after, so its growth from a 5-byte jump
+//! to a compiled call was priced at a fraction (now a caller without code of its own counts
+//! nothing before); and a member merged where a caller of it folds with a caller of the
+//! member's machine-code twin made those callers' code differ (they no longer fold), which no
+//! measure counted (now a group with a member folded with an outside function is refused).
 
 use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
 use clif_merge::pipeline::{PipelineOptions, run};
@@ -102,7 +103,6 @@ fn forwarded_members(count: usize, steps: usize) -> ClifModule {
 /// the object writes) and as it becomes, and credits the group a saving it does not make.
 /// `clif-merge fwd.clif --similar -o s.o` against the same without `--similar`.
 #[test]
-#[ignore = "defect: a caller the object writes as one jump is measured as compiled code, and -o --similar grows .text (x86_64 108 -> 115, aarch64 128 -> 152)"]
 fn similar_never_gives_more_text_when_the_callers_are_forwarding_thunks() {
     let module = forwarded_members(4, 1);
     let grown = grown(&module, &TARGETS, &MODES);
@@ -185,7 +185,6 @@ fn twins(with_m2: bool) -> ClifModule {
 /// `%x`): 686 bytes. `%c0` and `%d0` were one body of 74 bytes; as a shared body and two thunks
 /// they are 109. `clif-merge twins.clif --mode aliases --target x86_64 --similar -o s.o`.
 #[test]
-#[ignore = "defect: merging a member whose callers fold with its machine-code twin's callers unfolds them, and -o --similar grows .text (x86_64 aliases 652 -> 686)"]
 fn similar_never_gives_more_text_when_callers_fold_through_a_member() {
     let grown = grown(&twins(true), &TARGETS, &MODES);
     assert!(grown.is_empty(), "{grown:#?}");

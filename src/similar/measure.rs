@@ -190,6 +190,7 @@ pub(super) struct Trial<'a> {
 /// A function that calls removed members: as it is, and with those calls redirected to the
 /// shared body passing the members' values.
 pub(super) struct CallerTrial<'a> {
+    pub(super) id: FunctionId,
     pub(super) before: &'a Function,
     pub(super) after: Function,
     /// The calls of removed members it makes.
@@ -197,14 +198,15 @@ pub(super) struct CallerTrial<'a> {
 }
 
 impl SizeJudge {
-    /// The bytes the `members` of a group take, measured; None when one does not compile.
-    /// Members whose machine code is equal are one body in the object already (its
-    /// machine-code folding): they count once, or a group of them would be credited with
-    /// removing code that folding removes anyway, and grow the object. With the module's
-    /// `classes` (an object that folds), a member whose class holds a function outside the
-    /// group counts nothing (that function keeps the code), nor does one written as a jump.
-    /// Measured once per group: every way of writing the group ([`Trial`]) removes the same
-    /// members.
+    /// The bytes the `members` of a group take, measured; None when one does not compile, or
+    /// (with the module's `classes`, an object that folds) when a member's machine code is a
+    /// function's outside the group: folded with it, the member costs nothing, and merging it
+    /// would change its code and so unfold it and every function that refers to it (their
+    /// code was one because their callees were). Members whose machine code is equal are one
+    /// body in the object already: they count once, or a group of them would be credited with
+    /// removing code that folding removes anyway, and grow the object. A member written as a
+    /// jump counts nothing. Measured once per group: every way of writing the group
+    /// ([`Trial`]) removes the same members.
     pub(super) fn members_size(
         &self,
         ctx: &mut cranelift_codegen::Context,
@@ -226,10 +228,13 @@ impl SizeJudge {
             let counts = match classes {
                 None => true,
                 // Written as one jump: nothing to remove.
-                Some(classes) => classes.class[id].is_some_and(|class| {
-                    let only_members = in_group.get(&class) == classes.size.get(&class);
-                    only_members && counted_classes.insert(class)
-                }),
+                Some(classes) => match classes.class[id] {
+                    None => false,
+                    Some(class) if in_group.get(&class) != classes.size.get(&class) => {
+                        return None;
+                    }
+                    Some(class) => counted_classes.insert(class),
+                },
             };
             if first_of_code && counts {
                 before += size;
@@ -245,26 +250,35 @@ impl SizeJudge {
         ctx: &mut cranelift_codegen::Context,
         cost: &CostModel,
         trial: &Trial,
-        before: u64,
+        (before, classes): (u64, Option<&ClassSizes>),
     ) -> Option<i64> {
         let mut after = self.code_size(ctx, &trial.shared)?;
         for thunk in &trial.thunks {
             after += self.code_size(ctx, thunk)?;
         }
-        Some(before as i64 - after as i64 - self.call_sites_cost(ctx, cost, trial))
+        Some(before as i64 - after as i64 - self.call_sites_cost(ctx, cost, trial, classes))
     }
 
     /// What the callers of removed members grow: measured on [`Trial::callers`], their
-    /// average for the other sites (the model's price when no caller compiled).
+    /// average for the other sites (the model's price when no caller compiled). With the
+    /// module's `classes`, a caller whose machine code another function shares, or that is
+    /// written as one jump, had no bytes of its own: it grows by all it becomes.
     fn call_sites_cost(
         &self,
         ctx: &mut cranelift_codegen::Context,
         cost: &CostModel,
         trial: &Trial,
+        classes: Option<&ClassSizes>,
     ) -> i64 {
         let (mut grown, mut measured_sites) = (0i64, 0u64);
         for caller in &trial.callers {
-            let before = self.code_size(ctx, caller.before);
+            let own_code = classes.is_none_or(|c| {
+                (c.class[caller.id]).is_some_and(|class| c.size.get(&class) == Some(&1))
+            });
+            let before = match own_code {
+                true => self.code_size(ctx, caller.before),
+                false => Some(0),
+            };
             let after = self.code_size(ctx, &caller.after);
             if let (Some(before), Some(after)) = (before, after) {
                 grown += after as i64 - before as i64;

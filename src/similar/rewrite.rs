@@ -156,7 +156,7 @@ fn measured(
             .map(|m| (m.id, &*module.function(m.id).func))
             .collect();
         let before = judge.members_size(ctx, &members, classes.as_ref())?;
-        let stack = judge.saving(ctx, &options.cost, &stack_trial, before);
+        let stack = judge.saving(ctx, &options.cost, &stack_trial, (before, classes.as_ref()));
         let address_cost = judge.record_address_cost();
         let record = (options.with_records()
             && address_cost.is_some()
@@ -189,7 +189,7 @@ fn measured(
         trial.stack_arguments =
             (options.registers).stack_arguments(own, &record.types(&p.layout)) as u64;
         let with_record = judge
-            .saving(ctx, &options.cost, &trial, before)
+            .saving(ctx, &options.cost, &trial, (before, classes.as_ref()))
             .map(|s| s - data as i64);
         match (stack, with_record) {
             (Some(s), Some(r)) if r > s => Some((r, Some(record))),
@@ -263,6 +263,7 @@ impl<'a> Variant<'a> {
                     redirect_declaration(&mut after, func_ref, &p.name, sig, &args(m)).ok()?;
                 }
                 Some(CallerTrial {
+                    id: caller.id,
                     before,
                     after,
                     sites: caller.sites,
