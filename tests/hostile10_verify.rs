@@ -1,12 +1,13 @@
 //! hostile10: `--verify`'s fills and the fuel cut after a costly run (`fuel_after_inconclusive`),
 //! on wrong merges planted by hand (`tests/common/planted.rs`).
 //!
-//! Two defects, ignored here: a first run that never ends without coming back to a state (a
-//! counter counting up forever) is a costly run, and cuts the fuel of every later run to what
-//! the short runs took, so the runs that tell a wrong merge apart are never completed; and the
-//! other fills of memory (`0x00`, `0xFF`) are tried only when the original does not end, so a
-//! wrong merge told apart only by a loaded value of all ones is never seen, and its function
-//! is counted fully checked.
+//! Two defects, fixed (a run cut by the reduced fuel that does not end is run again in the whole
+//! fuel, twice at most without ending; one run in 16 starts on a byte fill): a first run that never ends without coming back to a state (a
+//! counter counting up forever) was a costly run, and cut the fuel of every later run to what
+//! the short runs took, so the runs that tell a wrong merge apart were never completed; and the
+//! other fills of memory (`0x00`, `0xFF`) were tried only when the original did not end, so a
+//! wrong merge told apart only by a loaded value of all ones was never seen, and its function
+//! was counted fully checked.
 
 #[path = "common/planted.rs"]
 mod wrong_merges;
@@ -60,7 +61,6 @@ const RETURNS: &str = "block1:\n    return v0";
 /// and the wrong merge is reported "ok" (`51 runs, 0 mismatches, 6 inconclusive`). Natively
 /// both functions end on every argument but 0.
 #[test]
-#[ignore = "defect: a first run that counts forever cuts the fuel of later runs below the runs that tell a wrong merge apart: reported ok"]
 fn verify_reports_a_wrong_merge_after_a_first_run_that_counts_forever() {
     let (reported, summary) = planted(
         "(i64) -> i64",
@@ -103,7 +103,6 @@ fn halfword(k: Option<u32>) -> String {
 /// in 65,536 reads. The original ends on hashed memory, so no other fill is tried: 64 runs,
 /// 0 mismatches, `%g` counted fully checked.
 #[test]
-#[ignore = "defect: the 0x00 and 0xFF fills are tried only when the original does not end: a wrong merge told apart by a loaded 0xFFFF is reported ok and fully checked"]
 fn verify_reports_a_wrong_merge_told_apart_by_a_loaded_all_ones_halfword() {
     let (reported, summary) = planted("(i64) -> i64", &halfword(None), &halfword(Some(0xffff)), "");
     assert!(reported, "{summary}");

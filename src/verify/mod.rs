@@ -58,8 +58,11 @@
 //!   not end on its first fill after at least an eighth of the fuel (one stopped in a cycle
 //!   sooner cost little), its later runs and the runs on other fills take four times the
 //!   most instructions a run of it that ended took, at least an eighth of the fuel
-//!   (`fuel_after_inconclusive`): a later run that would have ended after more is run on the
-//!   other fills, or inconclusive.
+//!   (`fuel_after_inconclusive`): a later run that does not end in that is run again in the
+//!   whole fuel (where it ends, its length raises the later runs' fuel; two that do not end
+//!   there stop these retries), then on the other fills, or is inconclusive. One run in 16
+//!   starts on a byte fill (`first_fill`: run 15 on `0x00`, run 31 on `0xFF`, and so on), since
+//!   a run that ends on hashed memory is tried on no other.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
@@ -388,6 +391,8 @@ fn check_function<'a>(
     let mut guided_lost = 0;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
+    // Runs retried in the whole fuel that did not end in it either.
+    let mut whole_fuel_lost = 0;
     for run in 0..options.runs {
         if inconclusive >= options.max_inconclusive.max(1) {
             out.cut_short += 1;
@@ -397,6 +402,7 @@ fn check_function<'a>(
         let plain = arguments(&types, run, small, &[], &mut rng.clone());
         let steered = arguments(&types, run, small, &steering, &mut rng);
         let memory_seed = mix(options.seed ^ name_hash ^ run as u64);
+        let first_fill = first_fill(run, memory_seed);
         let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
             .flatten();
@@ -409,13 +415,15 @@ fn check_function<'a>(
             0 => options.fuel,
             _ => fuel_after_inconclusive(options.fuel, longest),
         };
+        // Whether the run takes less than the whole fuel (after one that did not end).
+        let capped = fuel < options.fuel;
         let (args, a, took_preferred) = run_original(
             &mut sides[0],
             func,
             (preferred, plain),
             ((options.fuel / share).min(fuel), fuel),
             options,
-            Fill::Hashed(memory_seed),
+            first_fill,
         );
         if is_guided && !took_preferred {
             guided_lost += 1;
@@ -431,16 +439,25 @@ fn check_function<'a>(
                     unended_first += 1;
                 }
                 let fuel = fuel_after_inconclusive(options.fuel, longest);
-                run_on_other_fills(&mut sides[0], func, &args, options, fuel, (a, memory_seed))
+                let again = (capped && whole_fuel_lost < MAX_WHOLE_FUEL_LOST)
+                    .then(|| sides[0].run(func, &args, options, options.fuel, first_fill));
+                match again {
+                    Some(again) if !again.outcome.is_inconclusive() => (again, first_fill),
+                    _ => {
+                        whole_fuel_lost += usize::from(again.is_some());
+                        let first = (a, first_fill, memory_seed);
+                        run_on_other_fills(&mut sides[0], func, &args, options, fuel, first)
+                    }
+                }
             }
-            false => (a, Fill::Hashed(memory_seed)),
+            false => (a, first_fill),
         };
         if let Some(trace) = &sides[0].trace {
             search.absorb(&args, trace);
         }
         out.runs += 1;
         let ended = !a.outcome.is_inconclusive() && !a.outcome.is_unsupported();
-        if ended && fill != Fill::Hashed(memory_seed) {
+        if ended && fill != first_fill {
             out.on_other_fills += 1;
         }
         if a.outcome.is_inconclusive() {
@@ -497,6 +514,13 @@ fn fuel_after_inconclusive(fuel: u64, longest: u64) -> u64 {
         .saturating_mul(LONGEST_RUN_FACTOR)
         .clamp(fuel / FUEL_SHARE_AFTER_INCONCLUSIVE, fuel.max(1))
 }
+
+/// How many runs of a function that did not end in the fuel of a run after an inconclusive one
+/// ([`fuel_after_inconclusive`]) are run again in the whole fuel before the other fills, when
+/// none of those ended there either: a run that ends in the whole fuel raises the longest run,
+/// and so the fuel of the later ones (a function whose runs that tell apart take longer than
+/// its first runs did), and two that do not bound what retrying costs.
+const MAX_WHOLE_FUEL_LOST: usize = 2;
 
 /// The least share of the fuel a run takes after one did not end; a run that did not end after
 /// fewer instructions (stopped in a cycle) leaves the later runs their whole fuel.
@@ -563,16 +587,33 @@ fn run_on_other_fills<'a>(
     args: &[DataValue],
     options: &VerifyOptions,
     fuel: u64,
-    (first, seed): (Run, u64),
+    (first, first_fill, seed): (Run, Fill, u64),
 ) -> (Run, Fill) {
-    for fill in other_fills(seed) {
+    for fill in other_fills(seed).into_iter().filter(|&f| f != first_fill) {
         let run = side.run(func, args, options, fuel, fill);
         if !run.outcome.is_inconclusive() && !run.outcome.is_unsupported() {
             return (run, fill);
         }
     }
-    (first, Fill::Hashed(seed))
+    (first, first_fill)
 }
+
+/// The memory run `run` of a function starts on: hashed from `seed`, but for one run in
+/// [`BYTE_FILL_EVERY`], which starts on every byte `0x00` or `0xFF` in turn. A run that ends on
+/// hashed memory is never run on another fill, and what only a cleared or an erased memory
+/// reads (a null pointer where one is tested, an all-ones halfword compared) would otherwise
+/// tell apart no run.
+fn first_fill(run: usize, seed: u64) -> Fill {
+    match (run + 1) % BYTE_FILL_EVERY {
+        0 if (run + 1) / BYTE_FILL_EVERY % 2 == 1 => Fill::Byte(0x00),
+        0 => Fill::Byte(0xff),
+        _ => Fill::Hashed(seed),
+    }
+}
+
+/// One run in this many starts on a byte fill ([`first_fill`]): runs 15, 47, … on `0x00`,
+/// runs 31, 63, … on `0xFF` (four of the default 64; none of fewer than 16).
+const BYTE_FILL_EVERY: usize = 16;
 
 /// The fills a run that does not end on hashed memory from `seed` is run on again, in order.
 /// Where a run does not end, what it read is mostly what keeps it going: a hash table probed
