@@ -6,7 +6,8 @@
 //! jump (a forwarding thunk) is measured compiled, before and after, so its growth from a
 //! 5-byte jump to a compiled call is priced at a fraction; and a member merged where a caller
 //! of it folds with a caller of the member's machine-code twin makes those callers' code
-//! differ (they no longer fold), which no measure counts.
+//! differ (they no longer fold), which no measure counts. The first commit of this file showed
+//! the second with two groups in one round (652 -> 686 bytes); one group shows it alone.
 
 use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
 use clif_merge::pipeline::{PipelineOptions, run};
@@ -147,45 +148,50 @@ fn body(name: &str, k: i64, dead: bool, local: bool) -> String {
     t + &format!("    return {prev}\n}}\n\n")
 }
 
-/// `%name` calls `%callee` and runs eight steps on the result with the constant 1000; `dead`
-/// adds an unused constant.
-fn caller_of(name: &str, callee: &str, dead: bool) -> String {
+/// `%name` calls `%callee`, complements the result (`bnot`, or with `xor_minus_one` an
+/// exclusive or with -1: other CLIF, not similar, the same machine code) and runs forty steps
+/// on it with the constant 1000.
+fn caller_of(name: &str, callee: &str, xor_minus_one: bool) -> String {
     let mut t = format!(
         "function %{name}(i64, i64) -> i64 {{\n    fn0 = %{callee}(i64, i64) -> i64\n\
-         block0(v0: i64, v1: i64):\n    v2 = call fn0(v0, v1)\n    v3 = iconst.i64 1000\n"
+         block0(v0: i64, v1: i64):\n    v2 = call fn0(v0, v1)\n"
     );
-    let mut prev = "v2".to_string();
-    for j in 0..8 {
+    t += match xor_minus_one {
+        true => "    v4 = iconst.i64 -1\n    v5 = bxor v2, v4\n",
+        false => "    v5 = bnot v2\n",
+    };
+    t += "    v3 = iconst.i64 1000\n";
+    let mut prev = "v5".to_string();
+    for j in 0..40 {
         let op = ["iadd", "imul", "bxor"][j % 3];
         t += &format!("    v{} = {op} {prev}, v3\n", 10 + j);
         prev = format!("v{}", 10 + j);
-    }
-    if dead {
-        t += "    v99 = iconst.i64 77\n";
     }
     t + &format!("    return {prev}\n}}\n\n")
 }
 
 /// Local `%m1` and `%m2` differ in a constant (a similar group); exported `%x` is `%m1` with
 /// unused constants (other CLIF, the same machine code: the exact object folds `%m1` into it).
-/// `%c0` calls `%m1`, `%d0` calls `%x`, otherwise alike: folded too (an alias in aliases mode).
+/// `%c0` calls `%m1`, `%d0` calls `%x`, otherwise alike in machine code but not in CLIF (not
+/// similar): in aliases mode the exact object folds them too, `%d0` an alias of `%c0`.
 fn twins(with_m2: bool) -> ClifModule {
     let mut text = body("m1", 5, false, true);
     if with_m2 {
         text += &body("m2", 7, false, true);
     }
     text += &body("x", 5, true, false);
-    text += &caller_of("c0", "m1", false);
-    text += &caller_of("d0", "x", true);
+    text += &caller_of("c0", "m1", true);
+    text += &caller_of("d0", "x", false);
     read("twins.clif", &text)
 }
 
-/// x86_64, aliases mode: exact 652 bytes (`%m2`, `%x`, and `%c0` with `%d0` its alias).
-/// `--similar` merges `{%m1, %m2}` (`%m1` stays, a thunk) and `{%c0, %d0}` (passing `%m1` and
-/// `%x`): 686 bytes. `%c0` and `%d0` were one body of 74 bytes; as a shared body and two thunks
-/// they are 109. `clif-merge twins.clif --mode aliases --target x86_64 --similar -o s.o`.
+/// x86_64, aliases mode: exact 866 bytes (`%m2`, `%x`, and `%c0` with `%d0` its alias).
+/// `--similar` merges the one group `{%m1, %m2}`: `%m1` counts nothing (its code is `%x`'s),
+/// `%m2` saves a little over the shared body, `%c0`'s call site is measured; but `%c0` now
+/// calls the shared body and no longer folds with `%d0`, which keeps a body of its own: 1,139
+/// bytes. `clif-merge twins.clif --mode aliases --target x86_64 --similar -o s.o`.
 #[test]
-#[ignore = "defect: merging a member whose callers fold with its machine-code twin's callers unfolds them, and -o --similar grows .text (x86_64 aliases 652 -> 686)"]
+#[ignore = "defect: merging a member unfolds its callers from its machine-code twin's callers, which the judge does not count: -o --similar grows .text (x86_64 aliases 866 -> 1,139)"]
 fn similar_never_gives_more_text_when_callers_fold_through_a_member() {
     let grown = grown(&twins(true), &TARGETS, &MODES);
     assert!(grown.is_empty(), "{grown:#?}");
