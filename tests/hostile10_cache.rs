@@ -69,7 +69,6 @@ fn f_and_g_one_class(options: &ObjectOptions, warm: Option<&ObjectOptions>) -> b
 /// told apart, where a fresh cache finds them one class. The same with one target and
 /// `opt_level=none`, then the default (`speed`).
 #[test]
-
 fn a_cache_never_answers_one_isa_with_another_isas_code() {
     let aarch64 = options("aarch64-unknown-linux-gnu", &[]);
     let x86_64 = options("x86_64-unknown-linux-gnu", &[]);
@@ -100,4 +99,66 @@ fn a_cache_of_one_isa_keeps_its_classes() {
         let ids = other.ids();
         assert_ne!(classes[ids[0]], classes[ids[1]], "{target}: other code");
     }
+}
+
+/// The pipeline's object from cached code, with global merging's round 2 (linkonce shared
+/// bodies in COMDAT groups, thunks to them) and `--similar`, equals the merged module's
+/// object written afresh: the three units of `tests/data/global`, each mode, both targets,
+/// with and without function sections (held).
+#[test]
+fn global_merging_objects_from_cached_code_are_the_objects_compiling_gives() {
+    use clif_merge::emit::object::write_object_with_records;
+    use clif_merge::global::Summary;
+    use clif_merge::pipeline::{PipelineOptions, run};
+    use clif_merge::{MergeOptions, SimilarOptions, read_files};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/global");
+    let units: Vec<ClifModule> = (0..3)
+        .map(|k| {
+            let path = dir.join(format!("unit{k}.clif"));
+            read_files(&[path], ReadOptions::default()).unwrap()
+        })
+        .collect();
+    let summary = Summary::combine(units.iter().map(Summary::of_module));
+    let (mut compared, mut linkonce) = (0, 0);
+    for unit in &units {
+        for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+            for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+                for function_sections in [false, true] {
+                    let object = ObjectOptions {
+                        function_sections,
+                        mode,
+                        ..options(target, &[])
+                    };
+                    let pipeline = PipelineOptions {
+                        merge: MergeOptions {
+                            mode,
+                            summary: Some(summary.clone()),
+                            similar: Some(SimilarOptions::default()),
+                            ..MergeOptions::default()
+                        },
+                        object: Some(object.clone()),
+                        ..Default::default()
+                    };
+                    let out = run(unit.clone(), &pipeline).unwrap();
+                    let records: Vec<_> = (out.report.similar.iter().flatten())
+                        .flat_map(|g| g.records.iter().cloned())
+                        .collect();
+                    let removed = out.report.removed();
+                    let fresh =
+                        write_object_with_records(&out.module, removed, &object, &records).unwrap();
+                    assert!(
+                        out.object.unwrap().bytes == fresh.bytes,
+                        "{target} {mode:?} sections {function_sections}: differs from a fresh compile"
+                    );
+                    compared += 1;
+                    linkonce += usize::from(
+                        (out.module.functions())
+                            .any(|f| f.linkage == clif_merge::SymbolLinkage::LinkOnce),
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 36);
+    assert!(linkonce > 12, "only {linkonce} objects with shared bodies");
 }
