@@ -199,14 +199,13 @@ pub(super) struct CallerTrial<'a> {
 
 impl SizeJudge {
     /// The bytes the `members` of a group take, measured; None when one does not compile, or
-    /// (with the module's `classes`, an object that folds) when a member's machine code is a
-    /// function's outside the group: folded with it, the member costs nothing, and merging it
-    /// would change its code and so unfold it and every function that refers to it (their
-    /// code was one because their callees were). Members whose machine code is equal are one
-    /// body in the object already: they count once, or a group of them would be credited with
-    /// removing code that folding removes anyway, and grow the object. A member written as a
-    /// jump counts nothing. Measured once per group: every way of writing the group
-    /// ([`Trial`]) removes the same members.
+    /// (with the module's `classes`, an object that folds) when a member's machine code is
+    /// another function's, in the group or outside it: folded with it, the member costs
+    /// nothing, and merging it makes its code differ (the thunks of a group pass other
+    /// values), which unfolds it and every function that refers to it (their code was one
+    /// because their callees were). Without classes, members whose machine code is equal
+    /// count once. A member written as a jump counts nothing. Measured once per group: every
+    /// way of writing the group ([`Trial`]) removes the same members.
     pub(super) fn members_size(
         &self,
         ctx: &mut cranelift_codegen::Context,
@@ -215,13 +214,6 @@ impl SizeJudge {
     ) -> Option<u64> {
         let mut before = 0u64;
         let mut seen = rustc_hash::FxHashSet::default();
-        let mut in_group: FxHashMap<u32, usize> = FxHashMap::default();
-        let mut counted_classes = rustc_hash::FxHashSet::default();
-        for &(id, _) in members {
-            if let Some(class) = classes.and_then(|c| c.class[id]) {
-                *in_group.entry(class).or_default() += 1;
-            }
-        }
         for &(id, func) in members {
             let (size, code) = self.code(ctx, func)?;
             let first_of_code = seen.insert(code);
@@ -230,10 +222,8 @@ impl SizeJudge {
                 // Written as one jump: nothing to remove.
                 Some(classes) => match classes.class[id] {
                     None => false,
-                    Some(class) if in_group.get(&class) != classes.size.get(&class) => {
-                        return None;
-                    }
-                    Some(class) => counted_classes.insert(class),
+                    Some(class) if classes.size.get(&class) != Some(&1) => return None,
+                    Some(_) => true,
                 },
             };
             if first_of_code && counts {
