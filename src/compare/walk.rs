@@ -3,7 +3,6 @@
 use super::encoding::Tables;
 use super::{Fingerprint, Hole, HoleKinds, NameKey, RefKind, Resolver, hash};
 use crate::module::{FuncName, FunctionId};
-use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::{
     self, AbiParam, ArgumentExtension, ArgumentPurpose, Block, BlockArg, BlockCall, ExceptionTable,
     ExceptionTableItem, ExternalName, FuncRef, Function, GlobalValue, GlobalValueData, Inst,
@@ -37,17 +36,21 @@ const EXN_CONTEXT: u32 = 3;
 const NO_ENTRY_BLOCK: u32 = u32::MAX;
 
 /// Serial numbers for one kind of entity: the first met gets 0. Stored as `n + 1` so that the
-/// map's default (0) means "not met yet".
+/// map's default (0) means "not met yet". A plain vector sized for the function's entities, not
+/// a `SecondaryMap`: its reads fall back to a default and its writes grow it when the key is out
+/// of range, a test and a branch at every value of the walks.
 struct SerialNumbers<K: cranelift_codegen::entity::EntityRef> {
-    map: SecondaryMap<K, u32>,
+    map: Vec<u32>,
     next: u32,
+    key: std::marker::PhantomData<K>,
 }
 
 impl<K: cranelift_codegen::entity::EntityRef> SerialNumbers<K> {
     fn new() -> Self {
         SerialNumbers {
-            map: SecondaryMap::new(),
+            map: Vec::new(),
             next: 0,
+            key: std::marker::PhantomData,
         }
     }
 
@@ -55,24 +58,25 @@ impl<K: cranelift_codegen::entity::EntityRef> SerialNumbers<K> {
     /// so that numbering never has to grow the map.
     fn reset(&mut self, count: usize) {
         self.map.clear();
-        self.map.resize(count);
+        self.map.resize(count, 0);
         self.next = 0;
     }
 
     /// The entity's serial number, if it was met.
     #[inline]
     fn known(&self, key: K) -> Option<u32> {
-        self.map[key].checked_sub(1)
+        self.map[key.index()].checked_sub(1)
     }
 
     /// Gives `key` the serial number `sn` of an entity it stands for (an alias of a value).
     fn same_as(&mut self, key: K, sn: u32) {
-        self.map[key] = sn + 1;
+        self.map[key.index()] = sn + 1;
     }
 
     /// The entity's serial number, and whether this is the first time it is met.
+    #[inline]
     fn number(&mut self, key: K) -> (u32, bool) {
-        let slot = &mut self.map[key];
+        let slot = &mut self.map[key.index()];
         if *slot != 0 {
             return (*slot - 1, false);
         }
@@ -502,8 +506,9 @@ impl Walk<'_> {
     /// A block parameter or an instruction result: attached values, which are never aliases.
     fn value_def(&mut self, v: Value) {
         let (sn, _) = self.w.values.number(v);
-        self.push(sn);
-        self.push_type(self.func.dfg.value_type(v));
+        let ty = self.w.tables.type_number(self.func.dfg.value_type(v));
+        // Both tokens with one test of the vector's room.
+        self.w.tokens.extend_from_slice(&[sn, ty]);
     }
 
     fn values(&mut self, vs: &[Value]) {
