@@ -104,7 +104,9 @@ use crate::policy::Action;
 use crate::similar::ConstantRecord;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv, mix, steering_values};
+use inputs::{
+    Rng, arguments, context_parameters, fnv, mix, steering_values, with_aligned_contexts,
+};
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -378,6 +380,7 @@ fn check_function<'a>(
     let mut rng = Rng::new(options.seed ^ name_hash);
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let steering = steering_values(func);
+    let contexts = context_parameters(func);
     let mut inconclusive = 0;
     // Runs whose first fill did not end (then ended on another or not at all).
     let mut unended_first = 0;
@@ -394,12 +397,14 @@ fn check_function<'a>(
             break;
         }
         let small = inconclusive >= 2;
-        let plain = arguments(&types, run, small, &[], &mut rng.clone());
-        let steered = arguments(&types, run, small, &steering, &mut rng);
+        let aligned = |args| with_aligned_contexts(&contexts, args);
+        let plain = aligned(arguments(&types, run, small, &[], &mut rng.clone()));
+        let steered = aligned(arguments(&types, run, small, &steering, &mut rng));
         let memory_seed = mix(options.seed ^ name_hash ^ run as u64);
         let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
-            .flatten();
+            .flatten()
+            .map(aligned);
         let is_guided = guided.is_some();
         let (preferred, share) = match guided {
             Some(tuple) => (tuple, GUIDED_FUEL_SHARE),
