@@ -1690,6 +1690,18 @@ fn tally_with(
             save_unsettled(original, &as_run, &corrupted.function(id).func);
             *tally.indistinct.entry(kind).or_default() += 1;
         } else {
+            if std::env::var_os("MUT_DUMP").is_some() {
+                let told = long
+                    .mismatches
+                    .first()
+                    .map(|m| m.to_string())
+                    .unwrap_or_default();
+                eprintln!(
+                    "=== missed {kind}: {told}\n{}\n---\n{}",
+                    merged.function(id).func,
+                    corrupted.function(id).func
+                );
+            }
             *tally.missed.entry(kind).or_default() += 1;
         }
     }

@@ -1,6 +1,6 @@
 //! Hostile inputs for `--verify` (ninth pass), against the fifth verify round: the cycle stop
 //! (`src/verify/state/cycle.rs`), the fuel a function's runs share once one of them did not end
-//! (`fuel_after_inconclusive`), the bound of 512 calls in progress, and the honesty of the
+//! (then `fuel_after_inconclusive`, now `short_fuel`), the bound of 512 calls in progress, and the honesty of the
 //! summary. A wrong merge is planted by hand (`tests/common/planted.rs`).
 
 #[path = "common/planted.rs"]

@@ -1,9 +1,10 @@
 //! `--verify`'s limits on runs that do not end. A run that comes back to a state it was in never
 //! ends: it is stopped there, out of fuel (`src/verify/state/cycle.rs`). A run whose state only
 //! seems to repeat — it changes where the comparison must look: registers, memory, the stack,
-//! the pinned register, the calls not run — runs on to its end. Once a run of a function did not
-//! end, its later runs take less fuel: a multiple of the longest run of it that ended, at least
-//! an eighth of the fuel (`fuel_after_inconclusive` in `src/verify/mod.rs`).
+//! the pinned register, the calls not run — runs on to its end. A run first takes a multiple of the
+//! longest run of its function that ended, at least a 32nd of the fuel, and the whole fuel only
+//! when it ends on no fill, until one such run did not end in it (`short_fuel` in
+//! `src/verify/mod.rs`).
 
 use clif_merge::verify::{Outcome, Run, Trap, VerifyOptions, run_function, verify_merge};
 use clif_merge::{ClifModule, FuncName, Mode, ReadOptions, merge_module, read_module_text};

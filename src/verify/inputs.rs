@@ -8,7 +8,9 @@
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
-use cranelift_codegen::ir::{Function, InstructionData, Opcode, Type, Value, ValueDef, types};
+use cranelift_codegen::ir::{
+    ArgumentPurpose, Function, InstructionData, Opcode, Type, Value, ValueDef, types,
+};
 use std::collections::BTreeSet;
 
 /// Steering values kept per function at most.
@@ -173,6 +175,33 @@ pub(super) fn arguments(
         })
         .collect()
 }
+
+/// The parameters of `func` that are a context pointer (`vmctx`).
+pub(super) fn context_parameters(func: &Function) -> Vec<bool> {
+    (func.signature.params.iter())
+        .map(|p| p.purpose == ArgumentPurpose::VMContext)
+        .collect()
+}
+
+/// `args` with each argument of a context parameter (`contexts`, by index) made a multiple of
+/// [`CONTEXT_ALIGNMENT`]. A `vmctx` is the address of a structure whose fields the code loads
+/// as `aligned` words (a heap's base, the stack pointer's global): at an odd address each such
+/// load reads across two lazily filled words, and the top byte of a pointer read that way is
+/// another word's low byte (a heap base of `0x0c00_0000_0000_0000`), so that the first heap
+/// access traps. No caller passes such a context; other values of it are other contexts.
+pub(super) fn with_aligned_contexts(contexts: &[bool], mut args: Vec<DataValue>) -> Vec<DataValue> {
+    for (arg, _) in args.iter_mut().zip(contexts).filter(|(_, c)| **c) {
+        *arg = match *arg {
+            DataValue::I64(x) => DataValue::I64(x & !(CONTEXT_ALIGNMENT - 1)),
+            DataValue::I32(x) => DataValue::I32(x & !(CONTEXT_ALIGNMENT as i32 - 1)),
+            ref other => other.clone(),
+        };
+    }
+    args
+}
+
+/// What a context argument is a multiple of.
+const CONTEXT_ALIGNMENT: i64 = 16;
 
 fn float_of(ty: Type, x: f64) -> DataValue {
     if ty == types::F32 {

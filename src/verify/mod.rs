@@ -33,7 +33,9 @@
 //!   sequences of stores must be equal. Stack slots are laid out per frame; a stack address, in
 //!   a result, a store or a call's argument, is compared as (slot, offset), since the frames of
 //!   the two sides need not be at the same place. A `symbol`'s address is a hash of its name
-//!   (a function's: its slot's address). Memory is mapped below 16 MiB, at the stack and at
+//!   (a function's: its slot's address). Memory is mapped below 16 MiB, 16 MiB on either side
+//!   of 2^32 (where 32-bit address arithmetic from small numbers lands: a wasm shadow stack
+//!   pointer read as a small number, minus its frame, plus a heap's base), at the stack and at
 //!   symbols; an access that may trap (no `notrap`) anywhere else traps with its trap code.
 //! - A name one side does not have at all (a function the merge removed, a private copy it
 //!   added) is *absent* on that side: calling it is a *dangling call*, which never matches a
@@ -54,19 +56,20 @@
 //!   is one, since both sides run the same bodies. A function whose runs keep being
 //!   inconclusive is run with small arguments, then no more. A run that comes back to a state
 //!   it was in (every register, memory, the stack) never ends: it is stopped there, out of
-//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). Once a run of a function did
-//!   not end on its first fill after at least an eighth of the fuel (one stopped in a cycle
-//!   sooner cost little), its later runs and the runs on other fills take four times the
-//!   most instructions a run of it that ended took, at least an eighth of the fuel
-//!   (`fuel_after_inconclusive`): a later run that does not end in that is run again in the
-//!   whole fuel (where it ends, its length raises the later runs' fuel; two that do not end
-//!   there stop these retries), then on the other fills, or is inconclusive. One run in 16
+//!   fuel, as the fuel would have stopped it (`state/cycle.rs`). A run first takes twice the
+//!   most instructions a run of its function that ended took, at least a 32nd of the fuel
+//!   (`short_fuel`), on its first fill and then on the others; one that ends on none is run on
+//!   its first fill in the whole fuel, until two such runs of the function did not end in the
+//!   whole fuel after at least an eighth of it (one stopped in a cycle sooner cost little):
+//!   then its runs that end on no fill in the short fuel are inconclusive. One run in 16
 //!   starts on a byte fill (`first_fill`: run 15 on `0x00`, run 31 on `0xFF`, and so on), since
 //!   a run that ends on hashed memory is tried on no other.
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
-//! before, so that no two parameters are equal in all of them); a share of the random integers
+//! before, so that no two parameters are equal in all of them); every argument of a `vmctx`
+//! parameter is made a multiple of 16, as a context structure's address is; a share of the
+//! random integers
 //! are the constants the function tests a parameter for equality with and the indices it
 //! switches over, which random numbers miss (`inputs.rs`). Every other run after the edge
 //! values takes a *guided* tuple when one is queued (`guide.rs`): the original side records the operands of each
@@ -107,7 +110,9 @@ use crate::policy::Action;
 use crate::similar::ConstantRecord;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
-use inputs::{Rng, arguments, fnv, mix, steering_values};
+use inputs::{
+    Rng, arguments, context_parameters, fnv, mix, steering_values, with_aligned_contexts,
+};
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -381,9 +386,12 @@ fn check_function<'a>(
     let mut rng = Rng::new(options.seed ^ name_hash);
     let types: Vec<Type> = func.signature.params.iter().map(|p| p.value_type).collect();
     let steering = steering_values(func);
+    let contexts = context_parameters(func);
     let mut inconclusive = 0;
-    // Runs whose first fill did not end (then ended on another or not at all).
-    let mut unended_first = 0;
+    // Whether runs of the function did not end in the whole fuel after a costly run, twice
+    // (then no later run is given the whole fuel), and how many did.
+    let mut whole_fuel_spent = false;
+    let mut costly_whole_runs = 0;
     let merged_options = options.for_merged_side(slack);
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
@@ -391,63 +399,62 @@ fn check_function<'a>(
     let mut guided_lost = 0;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
-    // Runs retried in the whole fuel that did not end in it either.
-    let mut whole_fuel_lost = 0;
     for run in 0..options.runs {
         if inconclusive >= options.max_inconclusive.max(1) {
             out.cut_short += 1;
             break;
         }
         let small = inconclusive >= 2;
-        let plain = arguments(&types, run, small, &[], &mut rng.clone());
-        let steered = arguments(&types, run, small, &steering, &mut rng);
+        let aligned = |args| with_aligned_contexts(&contexts, args);
+        let plain = aligned(arguments(&types, run, small, &[], &mut rng.clone()));
+        let steered = aligned(arguments(&types, run, small, &steering, &mut rng));
         let memory_seed = mix(options.seed ^ name_hash ^ run as u64);
         let first_fill = first_fill(run, memory_seed);
         let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
-            .flatten();
+            .flatten()
+            .map(aligned);
         let is_guided = guided.is_some();
-        let (preferred, share) = match guided {
-            Some(tuple) => (tuple, GUIDED_FUEL_SHARE),
-            None => (steered, STEERED_FUEL_SHARE),
+        let fuel = short_fuel(options.fuel, longest);
+        // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
+        // would: it aims at a side no run took yet, often deeper.
+        let whole = if whole_fuel_spent { fuel } else { options.fuel };
+        let (preferred, attempt_fuel) = match guided {
+            Some(tuple) => (tuple, (options.fuel / GUIDED_FUEL_SHARE).min(whole)),
+            None => (steered, fuel),
         };
-        let fuel = match unended_first {
-            0 => options.fuel,
-            _ => fuel_after_inconclusive(options.fuel, longest),
-        };
-        // Whether the run takes less than the whole fuel (after one that did not end).
-        let capped = fuel < options.fuel;
         let (args, a, took_preferred) = run_original(
             &mut sides[0],
             func,
             (preferred, plain),
-            ((options.fuel / share).min(fuel), fuel),
+            (attempt_fuel, fuel),
             options,
             first_fill,
         );
         if is_guided && !took_preferred {
             guided_lost += 1;
         }
-        // A run that does not end on its memory may end on another (see `other_fills`), in the
-        // fuel of a run after one that did not end.
+        // A run that does not end on its memory may end on another (see `other_fills`) in the
+        // same fuel; one that ends on none, on its first fill in the whole fuel.
         let (a, fill) = match a.outcome.is_inconclusive() {
             true => {
-                // Only a costly run makes the later ones take less: one stopped early, in a
-                // state it was in before (an endless wait on a zero argument), cost little and
-                // says nothing of how long the others run.
-                if sides[0].steps >= options.fuel / FUEL_SHARE_AFTER_INCONCLUSIVE {
-                    unended_first += 1;
-                }
-                let fuel = fuel_after_inconclusive(options.fuel, longest);
-                let again = (capped && whole_fuel_lost < MAX_WHOLE_FUEL_LOST)
-                    .then(|| sides[0].run(func, &args, options, options.fuel, first_fill));
-                match again {
-                    Some(again) if !again.outcome.is_inconclusive() => (again, first_fill),
-                    _ => {
-                        whole_fuel_lost += usize::from(again.is_some());
-                        let first = (a, first_fill, memory_seed);
-                        run_on_other_fills(&mut sides[0], func, &args, options, fuel, first)
+                let first = (a, first_fill, memory_seed);
+                let (a, fill) =
+                    run_on_other_fills(&mut sides[0], func, &args, options, fuel, first);
+                match a.outcome.is_inconclusive() && fuel < options.fuel && !whole_fuel_spent {
+                    true => {
+                        let a = sides[0].run(func, &args, options, options.fuel, first_fill);
+                        // Only a costly run keeps the later ones from the whole fuel: one
+                        // stopped early, in a state it was in before (an endless wait on a
+                        // zero argument), cost little and says nothing of how long the others
+                        // run.
+                        let costly = a.outcome.is_inconclusive()
+                            && sides[0].steps >= options.fuel / COSTLY_SHARE;
+                        costly_whole_runs += usize::from(costly);
+                        whole_fuel_spent = costly_whole_runs >= MAX_COSTLY_WHOLE_RUNS;
+                        (a, first_fill)
                     }
+                    false => (a, fill),
                 }
             }
             false => (a, first_fill),
@@ -500,35 +507,37 @@ fn check_function<'a>(
     out.count_coverage(runs, incomplete, options.runs);
 }
 
-/// The fuel of each run of a function once one of its runs did not end on its first fill (and
-/// of every run on another fill): a multiple of the most instructions a run of it that ended
-/// took, at least an eighth of the fuel, at most all of it. A run that does not end is mostly
-/// a loop or a recursion that does not end on what memory holds (a probe loop over a hash
-/// table no slot of which is empty), and the function's later runs that reach it do not end
-/// either: each took the whole fuel, half of the interpreter's time on real code, before it
-/// was run on other fills. Its runs that end take far less (on the corpus, at most 4,756
-/// instructions), and a run that would end after more than this is run on the other fills in
-/// the same fuel, or inconclusive (never checked).
-fn fuel_after_inconclusive(fuel: u64, longest: u64) -> u64 {
+/// The fuel a run of a function takes first, on each fill: a multiple of the most instructions
+/// a run of it that ended took, at least a share of the fuel, at most all of it. A run that
+/// does not end is mostly a loop or a recursion that does not end on what memory holds (a
+/// probe loop over a hash table no slot of which is empty) or on its arguments (a hash over a
+/// length of 2^31), and runs that end take far less: on the corpus, half of them fewer than
+/// 40 instructions and 99.4 % fewer than 1,562. Each run that did not end took the whole fuel
+/// before it was run on other fills; past the prologues of wasm code (`state.rs`, `WRAPPED`)
+/// such runs were two thirds of `--verify`'s instructions on dprint. A run that would end on
+/// its first fill after more is run on the other fills in this fuel, and only when it ends on
+/// none, on its first fill in the whole fuel (until one such run of the function did not end
+/// in it either).
+fn short_fuel(fuel: u64, longest: u64) -> u64 {
     longest
         .saturating_mul(LONGEST_RUN_FACTOR)
-        .clamp(fuel / FUEL_SHARE_AFTER_INCONCLUSIVE, fuel.max(1))
+        .clamp(fuel / SHORT_FUEL_SHARE, fuel.max(1))
 }
 
-/// How many runs of a function that did not end in the fuel of a run after an inconclusive one
-/// ([`fuel_after_inconclusive`]) are run again in the whole fuel before the other fills, when
-/// none of those ended there either: a run that ends in the whole fuel raises the longest run,
-/// and so the fuel of the later ones (a function whose runs that tell apart take longer than
-/// its first runs did), and two that do not bound what retrying costs.
-const MAX_WHOLE_FUEL_LOST: usize = 2;
+/// The least share of the fuel a run takes first ([`short_fuel`]).
+const SHORT_FUEL_SHARE: u64 = 32;
 
-/// The least share of the fuel a run takes after one did not end; a run that did not end after
-/// fewer instructions (stopped in a cycle) leaves the later runs their whole fuel.
-const FUEL_SHARE_AFTER_INCONCLUSIVE: u64 = 8;
+/// How many runs of a function that took the whole fuel and did not end keep its later runs
+/// from the whole fuel: one may be an endless wait on an edge argument (a counter counting up
+/// forever on 0), which says nothing of how long its other runs take (hostile10).
+const MAX_COSTLY_WHOLE_RUNS: usize = 2;
 
-/// How many times the longest run of a function that ended a run after an inconclusive one may
-/// take.
-const LONGEST_RUN_FACTOR: u64 = 4;
+/// The share of the fuel a run that did not end in the whole fuel must have taken to keep the
+/// function's later runs from the whole fuel; a run stopped in a cycle sooner does not.
+const COSTLY_SHARE: u64 = 8;
+
+/// How many times the longest run of a function that ended a run may take first.
+const LONGEST_RUN_FACTOR: u64 = 2;
 
 /// The first run that may take guided arguments (`guide.rs`): the runs before it are the edge
 /// values of every parameter.
@@ -539,10 +548,6 @@ const GUIDED_FROM: usize = 6;
 fn guided_turn(run: usize) -> bool {
     run % 2 == 1
 }
-
-/// The share of the fuel a run on steering values may take before the run is redone on the
-/// plain arguments.
-const STEERED_FUEL_SHARE: u64 = 4;
 
 /// The share of the fuel a run on a guided tuple may take: less, since a guided tuple aims at a
 /// side no run took yet, often a loop's or a recursion's that does not end.

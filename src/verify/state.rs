@@ -29,10 +29,19 @@ const STACK_64: u64 = 0x0000_7ff0_0000_0000;
 const STACK_32: u64 = 0x7f00_0000;
 /// Where symbols are (64-bit addresses): each at a hash of its name.
 const SYMBOLS: u64 = 0x0000_5000_0000_0000;
-/// Below this, memory is mapped; above it (but for the stack and symbols) an access that may
-/// trap does trap, with its trap code, as a wild pointer would. Without it, a loop over a
-/// length of -1 or a random pointer would run out of fuel instead of ending.
+/// Memory is mapped below this, and this far on either side of [`WRAPPED`]; elsewhere (but for
+/// the stack and symbols) an access that may trap does trap, with its trap code, as a wild
+/// pointer would. Without it, a loop over a length of -1 or a random pointer would run out of
+/// fuel instead of ending.
 const MAPPED: u64 = 1 << 24;
+/// Where 32-bit addresses wrap. Wasm code computes its addresses in 32 bits, then adds a heap's
+/// base (a small number, read from lazily filled memory): an address computed from small
+/// numbers is near 0, or, when it went below 0, just below 2^32. Its shadow stack pointer is
+/// such a number, and its prologue subtracts the frame's size from it: with only the low
+/// 16 MiB mapped, the first store to the frame trapped, and on real code half of the runs
+/// ended there after a dozen instructions, having checked a prologue only. Wild 32-bit
+/// indices (an argument of -2^31) still trap, as beyond a small wasm heap.
+const WRAPPED: u64 = 1 << 32;
 /// Frames of one function kept for reuse whatever their size.
 const SPARE_FRAMES: usize = 4;
 /// Bytes of frames kept for reuse beyond [`SPARE_FRAMES`] per function, at most: a recursion
@@ -273,7 +282,10 @@ impl<'a> Machine<'a> {
     /// Whether an access of `len` bytes at `raw` outside the stack faults: only one that may
     /// trap (no `notrap` flag) at an address that is not mapped.
     fn faults(raw: u64, len: usize, flags: MemFlagsData) -> bool {
-        let mapped = raw.wrapping_add(len as u64) <= MAPPED || raw.wrapping_sub(SYMBOLS) < 1 << 44;
+        let end = raw.wrapping_add(len as u64);
+        let mapped = end <= MAPPED
+            || (raw >= WRAPPED - MAPPED && end >= raw && end <= WRAPPED + MAPPED)
+            || raw.wrapping_sub(SYMBOLS) < 1 << 44;
         !mapped && flags.trap_code().is_some()
     }
 
