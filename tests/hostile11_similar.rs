@@ -1,6 +1,7 @@
 //! hostile11: `--similar`'s judge against the rule "`-o --similar` never writes a byte more of
 //! `.text` than exact merging", where the first refusal (a member folded with a function outside
-//! its group) did not reach: members that fold with each other inside the group.
+//! its group) did not reach: members that fold with each other inside the group (defects,
+//! fixed: a group with a member whose machine code any other function shares is refused).
 //!
 //! `%m1` shifts by 1 and `%m1b` by 65: other CLIF (exact merging keeps both), the same machine
 //! code (Cranelift masks a constant shift amount to the type's width), so the object folds
@@ -8,8 +9,7 @@
 //! `bxor` with -1, so not similar). `%m2` shifts by 3: `{%m1, %m1b, %m2}` is a similar group
 //! whose every class lies inside it, so the judge does not refuse it; `%m1` and `%m1b` are
 //! exported and stay as thunks passing 1 and 65, which differ, and `%cb` no longer folds with
-//! `%c`: it gets a body of its own, which no measure counted (a defect, fixed: a group with a
-//! member whose machine code another function shares, in the group too, is refused).
+//! `%c`: it gets a body of its own, which no measure counted.
 
 use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
 use clif_merge::pipeline::{PipelineOptions, run};
@@ -92,9 +92,14 @@ fn shifter(name: &str, shift: i64, linkage: Option<&str>) -> String {
 /// exclusive or with -1: other CLIF, not similar, the same machine code) and runs `steps`
 /// steps on it with the constant 1000.
 fn caller_of(name: &str, callee: &str, xor_minus_one: bool, steps: usize) -> String {
+    caller_with(name, callee, xor_minus_one, steps, 1000)
+}
+
+/// [`caller_of`] with the constant `k`.
+fn caller_with(name: &str, callee: &str, xor_minus_one: bool, steps: usize, k: i64) -> String {
     let mut t = format!(
         "function %{name}(i64, i64) -> i64 {{\n    fn0 = %{callee}(i64, i64) -> i64\n\
-         block0(v0: i64, v1: i64):\n    v2 = call fn0(v0, v1)\n    v3 = iconst.i64 1000\n"
+         block0(v0: i64, v1: i64):\n    v2 = call fn0(v0, v1)\n    v3 = iconst.i64 {k}\n"
     );
     t += match xor_minus_one {
         true => "    v4 = iconst.i64 -1\n    v5 = bxor v2, v4\n",
@@ -152,4 +157,96 @@ fn members_folded_inside_a_group_are_refused_and_others_save() {
             assert_eq!(similar, exact, "{target} {mode:?}");
         }
     }
+}
+
+/// Local `%m1` (shift 1), `%m1b` (shift 65) and `%m2` (shift 3), all removed by the group;
+/// `%c` calls `%m1` and `%cb` calls `%m1b` (two steps; alike in machine code, not similar);
+/// with `outer`, exported `%g` calls `%c` and `%gb` calls `%cb` (`outer` steps each, alike
+/// in machine code, not similar).
+fn removed_shift_twins(outer: Option<usize>) -> ClifModule {
+    let mut text = shifter("m1", 1, Some("local")) + &shifter("m1b", 65, Some("local"));
+    text += &shifter("m2", 3, Some("local"));
+    text += &caller_with("c", "m1", false, 2, 1000);
+    text += &caller_with("cb", "m1b", true, 2, 1000);
+    if let Some(steps) = outer {
+        text += &caller_with("g", "c", false, steps, 3);
+        text += &caller_with("gb", "cb", true, steps, 3);
+    }
+    read("removed_shift_twins.clif", &text)
+}
+
+/// Aliases mode, 120 steps: x86_64 exact 1,204 bytes, `--similar` 1,600; aarch64 1,080 ->
+/// 1,388. The members are removed and `%c`, `%cb` call the shared body passing 1 and 65: the
+/// judge counts them as grown by all they become (they shared one body), but `%g` and `%gb`,
+/// one body in the exact object because `%c` and `%cb` were, now call functions that differ
+/// and are two bodies, which no measure counts.
+/// `clif-merge t.clif --mode aliases --target x86_64 --similar -o s.o`.
+#[test]
+fn similar_never_gives_more_text_when_callers_of_folded_callers_unfold() {
+    let grown = grown(&removed_shift_twins(Some(120)), &MODES);
+    assert!(grown.is_empty(), "{grown:#?}");
+}
+
+/// The neighbour: without `%g` and `%gb` the group would save, but its members fold with each
+/// other, so it is refused (the judge cannot see which functions fold through them): no group,
+/// and `-o --similar` writes no more than exact merging, in every mode on both targets.
+#[test]
+fn folded_removed_twins_without_outer_callers_are_refused() {
+    let module = removed_shift_twins(None);
+    for target in TARGETS {
+        for mode in MODES {
+            let (exact, _) = text_bytes(&module, target, mode, false);
+            let (similar, groups) = text_bytes(&module, target, mode, true);
+            assert_eq!(groups, 0, "{target} {mode:?}");
+            assert!(similar <= exact, "{target} {mode:?}: {exact} -> {similar}");
+        }
+    }
+}
+
+/// `.text` bytes of `module` merged with global merging's round 2 (the summary of `units`), in
+/// aliases mode for `target`, with `--similar` or without.
+fn round_two_text_bytes(
+    module: &ClifModule,
+    units: &[ClifModule],
+    target: &str,
+    similar: bool,
+) -> u64 {
+    use clif_merge::global::Summary;
+    let summary = Summary::combine(units.iter().map(Summary::of_module));
+    let options = PipelineOptions {
+        merge: MergeOptions {
+            mode: Mode::Aliases,
+            summary: Some(summary),
+            similar: similar.then(SimilarOptions::default),
+            ..MergeOptions::default()
+        },
+        object: Some(object(target, Mode::Aliases)),
+        ..Default::default()
+    };
+    let out = run(module.clone(), &options).expect("the module compiles");
+    out.object.expect("an object").report.text_bytes
+}
+
+/// Both cases with global merging's round 2 (the summary of the module alone, and with a
+/// second unit holding `%m1`): x86_64 1,102 -> 1,424 and 1,204 -> 1,600, aarch64 876 -> 1,020
+/// and 1,080 -> 1,388, as without a summary.
+#[test]
+fn similar_never_gives_more_text_in_round_two_when_members_fold_with_each_other() {
+    let mut grown = Vec::new();
+    for module in [shift_twins(true, 65, 80), removed_shift_twins(Some(120))] {
+        let other = read("other.clif", &shifter("m1", 1, None));
+        for units in [vec![module.clone()], vec![module.clone(), other]] {
+            for target in TARGETS {
+                let exact = round_two_text_bytes(&module, &units, target, false);
+                let similar = round_two_text_bytes(&module, &units, target, true);
+                if similar > exact {
+                    grown.push(format!(
+                        "{} units {target}: {exact} -> {similar}",
+                        units.len()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(grown.is_empty(), "{grown:#?}");
 }
