@@ -10,62 +10,11 @@
 //! measure counted (now a group with a member folded with an outside function is refused).
 //! One group shows the second alone (`twins`).
 
-use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-use clif_merge::pipeline::{PipelineOptions, run};
-use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_module_text};
-use std::path::Path;
+#[path = "common/sizes.rs"]
+mod sizes;
 
-const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
-
-fn object(target: &str, mode: Mode) -> ObjectOptions {
-    ObjectOptions {
-        target: parse_target(target).unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: IsaSettings::default(),
-        function_sections: false,
-        mode,
-        fold_machine_code: true,
-    }
-}
-
-/// `.text` bytes of `module` merged in `mode` for `target`, with `--similar` or without, and
-/// the number of similar groups merged.
-fn text_bytes(module: &ClifModule, target: &str, mode: Mode, similar: bool) -> (u64, usize) {
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar: similar.then(SimilarOptions::default),
-            ..MergeOptions::default()
-        },
-        object: Some(object(target, mode)),
-        ..Default::default()
-    };
-    let out = run(module.clone(), &options).expect("the module compiles");
-    let groups = out.report.similar.iter().flatten().count();
-    (out.object.expect("an object").report.text_bytes, groups)
-}
-
-/// Every (target, mode) where `-o --similar` writes more `.text` than exact merging.
-fn grown(module: &ClifModule, targets: &[&str], modes: &[Mode]) -> Vec<String> {
-    let mut grown = Vec::new();
-    for &target in targets {
-        for &mode in modes {
-            let (exact, _) = text_bytes(module, target, mode, false);
-            let (similar, groups) = text_bytes(module, target, mode, true);
-            if similar > exact {
-                grown.push(format!(
-                    "{target} {mode:?}: exact {exact}, --similar {similar} ({groups} groups)"
-                ));
-            }
-        }
-    }
-    grown
-}
-
-fn read(name: &str, text: &str) -> ClifModule {
-    read_module_text(Path::new(name), text, ReadOptions::default()).unwrap()
-}
+use clif_merge::ClifModule;
+use sizes::{MODES, TARGETS, grown, read, text_bytes};
 
 /// Local `%m{i}(x, a)`: `steps` times `x ← x·a ⊕ k`, with `k` its own constant; and the
 /// exported `%t{i}`, which only forwards to it (the object writes it as one jump).

@@ -11,62 +11,11 @@
 //! exported and stay as thunks passing 1 and 65, which differ, and `%cb` no longer folds with
 //! `%c`: it gets a body of its own, which no measure counted.
 
-use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-use clif_merge::pipeline::{PipelineOptions, run};
-use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_module_text};
-use std::path::Path;
+#[path = "common/sizes.rs"]
+mod sizes;
 
-const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
-const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-
-fn object(target: &str, mode: Mode) -> ObjectOptions {
-    ObjectOptions {
-        target: parse_target(target).unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: IsaSettings::default(),
-        function_sections: false,
-        mode,
-        fold_machine_code: true,
-    }
-}
-
-/// `.text` bytes of `module` merged in `mode` for `target`, with `--similar` or without, and
-/// the number of similar groups merged.
-fn text_bytes(module: &ClifModule, target: &str, mode: Mode, similar: bool) -> (u64, usize) {
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar: similar.then(SimilarOptions::default),
-            ..MergeOptions::default()
-        },
-        object: Some(object(target, mode)),
-        ..Default::default()
-    };
-    let out = run(module.clone(), &options).expect("the module compiles");
-    let groups = out.report.similar.iter().flatten().count();
-    (out.object.expect("an object").report.text_bytes, groups)
-}
-
-/// Every (target, mode) where `-o --similar` writes more `.text` than exact merging.
-fn grown(module: &ClifModule, modes: &[Mode]) -> Vec<String> {
-    let mut grown = Vec::new();
-    for target in TARGETS {
-        for &mode in modes {
-            let (exact, _) = text_bytes(module, target, mode, false);
-            let (similar, groups) = text_bytes(module, target, mode, true);
-            if similar > exact {
-                grown.push(format!(
-                    "{target} {mode:?}: exact {exact}, --similar {similar} ({groups} groups)"
-                ));
-            }
-        }
-    }
-    grown
-}
-
-fn read(name: &str, text: &str) -> ClifModule {
-    read_module_text(Path::new(name), text, ReadOptions::default()).unwrap()
-}
+use clif_merge::{ClifModule, MergeOptions, Mode, SimilarOptions};
+use sizes::{MODES, TARGETS, grown, read, text_bytes};
 
 /// `%name(x, a)`: `x << shift`, then twenty times `x ← (x·a ⊕ a) + x`.
 fn shifter(name: &str, shift: i64, linkage: Option<&str>) -> String {
@@ -133,7 +82,7 @@ fn shift_twins(callers: bool, m1b_shift: i64, steps: usize) -> ClifModule {
 /// `clif-merge twins.clif --mode aliases --target x86_64 --similar -o s.o`.
 #[test]
 fn similar_never_gives_more_text_when_members_fold_with_each_other() {
-    let grown = grown(&shift_twins(true, 65, 80), &MODES);
+    let grown = grown(&shift_twins(true, 65, 80), &TARGETS, &MODES);
     assert!(grown.is_empty(), "{grown:#?}");
 }
 
@@ -183,7 +132,7 @@ fn removed_shift_twins(outer: Option<usize>) -> ClifModule {
 /// `clif-merge t.clif --mode aliases --target x86_64 --similar -o s.o`.
 #[test]
 fn similar_never_gives_more_text_when_callers_of_folded_callers_unfold() {
-    let grown = grown(&removed_shift_twins(Some(120)), &MODES);
+    let grown = grown(&removed_shift_twins(Some(120)), &TARGETS, &MODES);
     assert!(grown.is_empty(), "{grown:#?}");
 }
 
@@ -213,18 +162,13 @@ fn round_two_text_bytes(
 ) -> u64 {
     use clif_merge::global::Summary;
     let summary = Summary::combine(units.iter().map(Summary::of_module));
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode: Mode::Aliases,
-            summary: Some(summary),
-            similar: similar.then(SimilarOptions::default),
-            ..MergeOptions::default()
-        },
-        object: Some(object(target, Mode::Aliases)),
-        ..Default::default()
+    let merge = MergeOptions {
+        mode: Mode::Aliases,
+        summary: Some(summary),
+        similar: similar.then(SimilarOptions::default),
+        ..MergeOptions::default()
     };
-    let out = run(module.clone(), &options).expect("the module compiles");
-    out.object.expect("an object").report.text_bytes
+    sizes::merged_text(module, target, merge).0
 }
 
 /// Both cases with global merging's round 2 (the summary of the module alone, and with a

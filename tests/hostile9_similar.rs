@@ -8,41 +8,11 @@
 //! only, pricing the other call sites at their average. It now counts nothing for a member
 //! whose code class holds a function outside the group, and measures every caller.
 
-use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-use clif_merge::pipeline::{PipelineOptions, run};
-use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_module_text};
-use std::path::Path;
+#[path = "common/sizes.rs"]
+mod sizes;
 
-const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
-
-fn object(target: &str, mode: Mode) -> ObjectOptions {
-    ObjectOptions {
-        target: parse_target(target).unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: IsaSettings::default(),
-        function_sections: false,
-        mode,
-        fold_machine_code: true,
-    }
-}
-
-/// `.text` bytes of `module` merged in `mode` for `target`, with `--similar` or without, and
-/// the number of similar groups merged.
-fn text_bytes(module: &ClifModule, target: &str, mode: Mode, similar: bool) -> (u64, usize) {
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar: similar.then(SimilarOptions::default),
-            ..MergeOptions::default()
-        },
-        object: Some(object(target, mode)),
-        ..Default::default()
-    };
-    let out = run(module.clone(), &options).expect("the module compiles");
-    let groups = out.report.similar.iter().flatten().count();
-    (out.object.expect("an object").report.text_bytes, groups)
-}
+use clif_merge::Mode;
+use sizes::{MODES, TARGETS, read, text_bytes};
 
 /// `%name(x, a)`: twelve steps `x ← (x·a ⊕ k) + x`, and, with `dead`, an unused constant at
 /// the end (the CLIF differs, the machine code does not).
@@ -71,7 +41,7 @@ fn steps(name: &str, k: i64, dead: bool) -> String {
 #[test]
 fn similar_never_gives_more_text_when_a_member_folds_with_an_outside_function() {
     let text = steps("a", 5, false) + &steps("b", 7, false) + &steps("c", 5, true);
-    let module = read_module_text(Path::new("fold.clif"), &text, ReadOptions::default()).unwrap();
+    let module = read("fold.clif", &text);
     let mut grown = Vec::new();
     for target in TARGETS {
         for mode in MODES {
@@ -91,7 +61,7 @@ fn similar_never_gives_more_text_when_a_member_folds_with_an_outside_function() 
 #[test]
 fn the_group_alone_saves() {
     let text = steps("a", 5, false) + &steps("b", 7, false);
-    let module = read_module_text(Path::new("two.clif"), &text, ReadOptions::default()).unwrap();
+    let module = read("two.clif", &text);
     for target in TARGETS {
         for mode in MODES {
             let (exact, _) = text_bytes(&module, target, mode, false);
@@ -161,8 +131,7 @@ fn similar_never_gives_more_text_when_the_measured_callers_are_the_cheap_ones() 
     for i in 0..56 {
         text += &caller(i, ["a", "b"][i % 2], i >= 16);
     }
-    let module =
-        read_module_text(Path::new("callers.clif"), &text, ReadOptions::default()).unwrap();
+    let module = read("callers.clif", &text);
     let mut grown = Vec::new();
     for target in TARGETS {
         for mode in MODES {
@@ -186,8 +155,7 @@ fn the_expensive_callers_measured_first_keep_the_group_out() {
     for i in 0..56 {
         text += &caller(i, ["a", "b"][i % 2], i < 40);
     }
-    let module =
-        read_module_text(Path::new("callers.clif"), &text, ReadOptions::default()).unwrap();
+    let module = read("callers.clif", &text);
     for mode in [Mode::Safe, Mode::Aliases] {
         let (exact, _) = text_bytes(&module, TARGETS[0], mode, false);
         let (similar, groups) = text_bytes(&module, TARGETS[0], mode, true);

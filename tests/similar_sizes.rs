@@ -9,26 +9,13 @@
 
 #[path = "common/genmod.rs"]
 mod genmod;
+#[path = "common/sizes.rs"]
+mod sizes;
 
-use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
-use clif_merge::pipeline::{PipelineOptions, run};
 use clif_merge::{ClifModule, MergeOptions, Mode, ReadOptions, SimilarOptions, read_files};
+use sizes::{MODES, TARGETS, merged_text};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-
-const MODES: [Mode; 3] = [Mode::Safe, Mode::Aliases, Mode::Thunks];
-const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
-
-fn object(target: &str, mode: Mode) -> ObjectOptions {
-    ObjectOptions {
-        target: parse_target(target).unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: IsaSettings::default(),
-        function_sections: false,
-        mode,
-        fold_machine_code: true,
-    }
-}
 
 /// `.text` bytes of `module` merged in `mode` for `target`, with `similar` or without; and
 /// the groups that were merged with their measured savings.
@@ -38,20 +25,16 @@ fn text_bytes(
     mode: Mode,
     similar: Option<SimilarOptions>,
 ) -> (u64, Vec<(String, Option<i64>, usize)>) {
-    let options = PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar,
-            ..MergeOptions::default()
-        },
-        object: Some(object(target, mode)),
-        ..Default::default()
+    let merge = MergeOptions {
+        mode,
+        similar,
+        ..MergeOptions::default()
     };
-    let out = run(module.clone(), &options).expect("the module compiles");
-    let groups = (out.report.similar.iter().flatten())
+    let (text, report) = merged_text(module, target, merge);
+    let groups = (report.similar.iter().flatten())
         .map(|g| (g.shared.to_string(), g.measured_saving, g.parameters))
         .collect();
-    (out.object.expect("an object").report.text_bytes, groups)
+    (text, groups)
 }
 
 /// Checks the law on `module` (named `what` in messages), in every mode and target; the
