@@ -162,10 +162,14 @@ pub struct CodeCache {
 type CacheEntry = (Function, Arc<CompiledFor>, Arc<CachedCode>);
 
 /// What a function was compiled for beside itself: the target and every flag (shared and the
-/// ISA's), as text. One cache may serve objects of other targets or flags (a library user's
-/// choice), and code compiled for one must never answer another.
-#[derive(PartialEq, Eq, Hash)]
-struct CompiledFor(String);
+/// ISA's), as text, and the text's hash, taken once per object rather than for every
+/// function looked up. One cache may serve objects of other targets or flags (a library
+/// user's choice), and code compiled for one must never answer another.
+#[derive(PartialEq, Eq)]
+struct CompiledFor {
+    text: String,
+    hash: u64,
+}
 
 impl CompiledFor {
     fn of(isa: &dyn isa::TargetIsa) -> Arc<Self> {
@@ -173,7 +177,8 @@ impl CompiledFor {
         for flag in isa.isa_flags() {
             text.push_str(&format!("\n{flag}"));
         }
-        Arc::new(CompiledFor(text))
+        let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, &text);
+        Arc::new(CompiledFor { text, hash })
     }
 }
 
@@ -198,7 +203,7 @@ impl CodeCache {
         let key = {
             let mut hasher = rustc_hash::FxHasher::default();
             mf.func.stencil.hash(&mut hasher);
-            target.hash(&mut hasher);
+            hasher.write_u64(target.hash);
             hasher.finish()
         };
         let cached = (self.by_function.lock().expect("no panic holds it"))
