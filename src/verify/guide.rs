@@ -435,7 +435,7 @@ fn shifted(arg: &DataValue, from: i128, to: i128, width: u32) -> Vec<(i128, Opti
         return [0, 1, -1]
             .into_iter()
             .map(|nudge| {
-                let new = (x.wrapping_add(to - from).wrapping_add(nudge) as u128) & m;
+                let new = (x.wrapping_add(to.wrapping_sub(from)).wrapping_add(nudge) as u128) & m;
                 (nudge, of_bits(arg.ty(), new))
             })
             .collect();
@@ -532,7 +532,7 @@ fn with_lane(bits: i128, width: u32, j: u32, lane: i128) -> i128 {
 /// `x - from` in the low `width` bits, as a signed number, when it is at most [`NEAR`].
 fn near_by(x: i128, from: i128, width: u32) -> Option<i128> {
     let diff = sign_extend((x as u128).wrapping_sub(from as u128) & mask(width), width);
-    (diff.abs() <= NEAR).then_some(diff)
+    (diff.unsigned_abs() <= NEAR.unsigned_abs()).then_some(diff)
 }
 
 /// `x` with its low `width` bits made those of `low`.
