@@ -137,6 +137,8 @@ pub mod report;
 pub mod similar;
 #[cfg(feature = "object")]
 pub mod sizes;
+#[cfg(any(feature = "reader", feature = "verify"))]
+mod verifier;
 #[cfg(feature = "verify")]
 pub mod verify;
 

@@ -10,42 +10,11 @@
 //! before: an ISA adds checks (pointer widths, global value types) that IR meant for any target
 //! need not pass.
 
-use cranelift_codegen::ir::{Function, Opcode};
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::verifier::VerifierErrors;
 use cranelift_reader::IsaSpec;
 
-/// Whether `opcode` is one the verifier checks only against an ISA.
-pub fn needs_isa(opcode: Opcode) -> bool {
-    matches!(
-        opcode,
-        Opcode::GetPinnedReg
-            | Opcode::SetPinnedReg
-            | Opcode::GetFramePointer
-            | Opcode::GetReturnAddress
-    )
-}
-
-/// Whether `func` uses an instruction the verifier checks only against an ISA.
-pub fn function_needs_isa(func: &Function) -> bool {
-    func.layout
-        .blocks()
-        .flat_map(|block| func.layout.block_insts(block))
-        .any(|inst| needs_isa(func.dfg.insts[inst].opcode()))
-}
-
-/// Runs Cranelift's verifier on `func` as reading does: with `isa` when the function uses an
-/// instruction that needs one ([`function_needs_isa`]), else with Cranelift's default flags.
-pub fn verify_clif(func: &Function, isa: Option<&dyn TargetIsa>) -> Result<(), VerifierErrors> {
-    match isa {
-        Some(isa) if function_needs_isa(func) => cranelift_codegen::verify_function(func, isa),
-        _ => {
-            let flags = settings::Flags::new(settings::builder());
-            cranelift_codegen::verify_function(func, &flags)
-        }
-    }
-}
+pub use crate::verifier::{function_needs_isa, verify_clif};
 
 /// The host's ISA, with the settings `-o` compiles with by default; None when objects cannot
 /// be written for the host.
