@@ -96,6 +96,7 @@ mod report;
 mod run;
 mod slack;
 mod state;
+mod symbol_pages;
 mod symbols;
 mod valid;
 

@@ -79,6 +79,8 @@ pub(super) struct Names {
     pub(super) names: Vec<FuncName>,
     /// The index of each name in `names`.
     pub(super) index_of: FxHashMap<FuncName, u32>,
+    /// Where each data symbol the modules name is.
+    pub(super) symbol_pages: super::symbol_pages::SymbolPages,
 }
 
 impl Names {
@@ -94,7 +96,12 @@ impl Names {
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
-        Names { names, index_of }
+        let symbol_pages = super::symbol_pages::SymbolPages::of(modules);
+        Names {
+            names,
+            index_of,
+            symbol_pages,
+        }
     }
 
     /// The *address slot* of each name (by index) on one side: names that are one symbol share

@@ -5,10 +5,10 @@
 
 pub(super) mod cycle;
 
-use super::inputs::fnv;
 use super::memory::{Fill, Memory};
 use super::names::Names;
 use super::outcome::Store;
+use super::symbol_pages::{SYMBOLS, SymbolPages, symbol_text};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{
@@ -27,8 +27,6 @@ use std::cell::{Cell, RefCell};
 /// Where the stack's bytes are, for 64-bit addresses and for 32-bit ones.
 const STACK_64: u64 = 0x0000_7ff0_0000_0000;
 const STACK_32: u64 = 0x7f00_0000;
-/// Where symbols are (64-bit addresses): each at a hash of its name.
-const SYMBOLS: u64 = 0x0000_5000_0000_0000;
 /// Memory is mapped below this, and this far on either side of [`WRAPPED`]; elsewhere (but for
 /// the stack and symbols) an access that may trap does trap, with its trap code, as a wild
 /// pointer would. Without it, a loop over a length of -1 or a random pointer would run out of
@@ -136,6 +134,8 @@ pub(super) struct Machine<'a> {
     /// Each name's address slot on this side, by name index.
     slot_of: Vec<u32>,
     names_index: &'a FxHashMap<FuncName, u32>,
+    /// Where each data symbol is.
+    symbol_pages: &'a SymbolPages,
     /// The function run by a call through each slot's address.
     slot_fn: Vec<Option<&'a Function>>,
 }
@@ -165,6 +165,7 @@ impl<'a> Machine<'a> {
             pinned_reg: DataValue::I64(0),
             slot_of,
             names_index: &names.index_of,
+            symbol_pages: &names.symbol_pages,
             slot_fn,
         }
     }
@@ -296,7 +297,7 @@ impl<'a> Machine<'a> {
     }
 
     /// The address of the symbol `name` plus `offset`: a function's is its slot's address; any
-    /// other name's is a hash of the name, the same on both sides. A thread-local symbol
+    /// other name's is its page ([`SymbolPages`]), the same on both sides. A thread-local symbol
     /// (`tls`) has an address of its own, another than the plain symbol's.
     fn symbol_address(
         &self,
@@ -313,11 +314,7 @@ impl<'a> Machine<'a> {
             {
                 raw_of(&self.function_address(AddressSize::_64, name)?)
             }
-            _ => {
-                let text = name.display(Some(&func.params)).to_string();
-                let text = if tls { format!("tls {text}") } else { text };
-                data_symbol_address(&text)
-            }
+            _ => self.symbol_pages.address(&symbol_text(name, func, tls)),
         };
         Ok(base.wrapping_add(offset as u64))
     }
@@ -370,14 +367,8 @@ impl<'a> Machine<'a> {
 
     /// Defines the read-only data object `name` (as CLIF writes the symbol) with `bytes`.
     pub(super) fn define_data(&mut self, name: &str, bytes: &[u8]) {
-        self.memory.define(data_symbol_address(name), bytes);
+        self.memory.define(self.symbol_pages.address(name), bytes);
     }
-}
-
-/// The address of a symbol that names no function: a hash of its name as CLIF writes it, the
-/// same on both sides.
-fn data_symbol_address(text: &str) -> u64 {
-    SYMBOLS | (fnv(text.as_bytes()) & 0xffff_ffff) << 12
 }
 
 /// The bytes of a frame of `func`: a register for each of its values.
