@@ -185,3 +185,70 @@ fn a_wrong_merge_is_found_after_one_endless_edge_run() {
     let checked = check(&original, &wrong);
     assert!(!checked.is_ok(), "{}", checked.summary());
 }
+
+/// `%f(x, y)`: sums `i` for `i` below `rounds` (six instructions a pass), then, with `differs`,
+/// returns 1000 where `x == 3y + 1000` (a side only a guided tuple takes: random and small
+/// arguments do not meet it), else the sum.
+fn guarded_by_a_loop(rounds: u32, differs: bool) -> String {
+    let end = if differs {
+        "    v20 = iconst.i64 3\n    v21 = imul v1, v20\n    v22 = iconst.i64 1000\n    \
+         v23 = iadd v21, v22\n    v24 = icmp eq v0, v23\n    v25 = select v24, v22, v3\n    \
+         return v25"
+    } else {
+        "    return v3"
+    };
+    format!(
+        "block0(v0: i64, v1: i64):
+    v10 = iconst.i64 0
+    v11 = iconst.i64 1
+    v4 = iconst.i64 {rounds}
+    jump block2(v10, v10)
+block2(v2: i64, v3: i64):
+    v5 = icmp ult v2, v4
+    brif v5, block3, block4
+block3:
+    v6 = iadd v3, v2
+    v7 = iadd v2, v11
+    jump block2(v7, v6)
+block4:
+{end}"
+    )
+}
+
+/// The original `{%f, %g}` (`%g` told apart where `x == 3y + 1000`) and the planted merge
+/// (`%g` given `%f`'s body), both after a loop of `rounds` passes.
+fn guided_pair(rounds: u32) -> (String, String) {
+    let module = |g: &str| {
+        format!(
+            "function %f(i64, i64) -> i64 {{\n{}\n}}\n\nfunction %g(i64, i64) -> i64 {{\n{g}\n}}\n",
+            guarded_by_a_loop(rounds, false)
+        )
+    };
+    (
+        module(&guarded_by_a_loop(rounds, true)),
+        module(&guarded_by_a_loop(rounds, false)),
+    )
+}
+
+/// `%g` differs from `%f` where `x == 3y + 1000` (natively at `(1003, 1)`), a side only a
+/// guided tuple takes, after a loop of 2,000 passes (12,000 instructions: every run of `%g`
+/// takes as many, and ends in the whole fuel). A guided tuple takes an eighth of the fuel
+/// (`GUIDED_FUEL_SHARE`: 6,250), whatever the function's runs that ended took: it never
+/// ends, the run falls back to random arguments, and after two such (`MAX_GUIDED_LOST`) no
+/// guided tuple is tried. 64 runs, 0 mismatches, `%g` fully checked.
+#[test]
+#[ignore = "defect: a guided tuple takes an eighth of the fuel even when every run of the function that ended took more: a side only the guide reaches, after a loop of 12,000 instructions, is never run"]
+fn a_guided_tuple_reaches_a_side_after_a_loop_longer_than_its_share_of_the_fuel() {
+    let (original, wrong) = guided_pair(2000);
+    let checked = check(&original, &wrong);
+    assert!(!checked.is_ok(), "{}", checked.summary());
+}
+
+/// The held neighbour: after a loop of 1,000 passes (6,000 instructions, within the guided
+/// share) the guide takes the side, and the wrong merge is found at `(1003, 1)`.
+#[test]
+fn a_guided_tuple_reaches_a_side_after_a_loop_within_its_share_of_the_fuel() {
+    let (original, wrong) = guided_pair(1000);
+    let checked = check(&original, &wrong);
+    assert!(!checked.is_ok(), "{}", checked.summary());
+}
