@@ -314,3 +314,73 @@ fn a_wrong_merge_is_found_after_one_cheap_endless_edge_run() {
     let checked = check(&original, &wrong);
     assert!(!checked.is_ok(), "{}", checked.summary());
 }
+
+/// `%f(x)`: `x` at once, but where `x` is 1,234 (a constant the function compares its
+/// parameter with: a steering value), sums `i` for `i` below `rounds` first and returns the
+/// sum; with `differs`, the sum plus one.
+fn steered_into_a_loop(rounds: u32, differs: bool) -> String {
+    let end = if differs {
+        "    v8 = iadd v3, v11\n    return v8"
+    } else {
+        "    return v3"
+    };
+    format!(
+        "block0(v0: i64):
+    v10 = iconst.i64 0
+    v11 = iconst.i64 1
+    v4 = iconst.i64 {rounds}
+    v12 = iconst.i64 1234
+    v13 = icmp eq v0, v12
+    brif v13, block2(v10, v10), block1
+block1:
+    return v0
+block2(v2: i64, v3: i64):
+    v5 = icmp ult v2, v4
+    brif v5, block3, block4
+block3:
+    v6 = iadd v3, v2
+    v7 = iadd v2, v11
+    jump block2(v7, v6)
+block4:
+{end}"
+    )
+}
+
+/// `%f` and `%g` of [`steered_into_a_loop`], the original and the planted merge.
+fn steered_pair(rounds: u32) -> (String, String) {
+    (
+        module(
+            &steered_into_a_loop(rounds, false),
+            &steered_into_a_loop(rounds, true),
+            "",
+        ),
+        module(
+            &steered_into_a_loop(rounds, false),
+            &steered_into_a_loop(rounds, false),
+            "",
+        ),
+    )
+}
+
+/// `%g` differs from `%f` only at 1,234, after 2,000 passes of a loop (12,000 instructions).
+/// Every other run ends at once, so the short fuel is 1,562: a run on the steering value 1,234
+/// does not end in it, and `run_original` runs the plain random arguments instead, which then
+/// end (no other fill, no whole fuel for the steered tuple). The guided tuple 1,234 takes an
+/// eighth of the fuel (6,250) and is lost too, twice. 64 runs, 0 mismatches, `%g` fully
+/// checked.
+#[test]
+#[ignore = "defect: a steered tuple is run in the short fuel only, then dropped for random arguments: a wrong merge told apart at a steering value after a loop longer than the short fuel is reported ok and fully checked"]
+fn a_wrong_merge_at_a_steering_value_behind_a_long_loop_is_found() {
+    let (original, wrong) = steered_pair(2000);
+    let checked = check(&original, &wrong);
+    assert!(!checked.is_ok(), "{}", checked.summary());
+}
+
+/// The held neighbour: after 200 passes (1,200 instructions, within the short fuel) the
+/// steering value takes the loop and the wrong merge is found.
+#[test]
+fn a_wrong_merge_at_a_steering_value_behind_a_short_loop_is_found() {
+    let (original, wrong) = steered_pair(200);
+    let checked = check(&original, &wrong);
+    assert!(!checked.is_ok(), "{}", checked.summary());
+}
