@@ -42,6 +42,14 @@ fn runtests_dir() -> Option<PathBuf> {
     Some(dir)
 }
 
+/// How the objects are compiled, beyond the file's flags: `--opt-level` and
+/// `--function-sections` (hostile4 takes the defaults).
+#[derive(Clone, Copy, Debug, Default)]
+struct Build {
+    opt_level: OptLevel,
+    function_sections: bool,
+}
+
 /// How a function's twin differs from it.
 #[derive(Clone, Copy, Debug)]
 enum Twin {
@@ -286,7 +294,7 @@ fn isa_flags(text: &str, arch: Arch) -> Option<Vec<String>> {
 }
 
 fn object(
-    arch: Arch,
+    (arch, build): (Arch, Build),
     module: &ClifModule,
     mode: Mode,
     flags: &[String],
@@ -294,12 +302,12 @@ fn object(
 ) -> Result<Vec<u8>, String> {
     let options = ObjectOptions {
         target: parse_target(arch.name).unwrap(),
-        opt_level: OptLevel::Speed,
+        opt_level: build.opt_level,
         isa: IsaSettings {
             cpu: Some(arch.cpu.into()),
             flags: flags.to_vec(),
         },
-        function_sections: false,
+        function_sections: build.function_sections,
         mode,
         fold_machine_code: fold,
     };
@@ -351,7 +359,7 @@ fn skipped(name: &str, why: &str) -> (Vec<String>, bool) {
 
 /// The file with twins as `twin` makes them, in every configuration: the differences, and
 /// whether it ran at all.
-fn check_file(arch: Arch, path: &Path, twin: Twin) -> (Vec<String>, bool) {
+fn check_file(arch: Arch, build: Build, path: &Path, twin: Twin) -> (Vec<String>, bool) {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let original = std::fs::read_to_string(path).unwrap();
     let Some(text) = with_twins(&original, twin) else {
@@ -382,7 +390,7 @@ fn check_file(arch: Arch, path: &Path, twin: Twin) -> (Vec<String>, bool) {
         .status()
         .unwrap();
     assert!(compiled.success(), "{name}: the driver does not compile");
-    let expected = match object(arch, &module, Mode::Safe, &flags, false)
+    let expected = match object((arch, build), &module, Mode::Safe, &flags, false)
         .and_then(|unmerged| run(arch, dir.path(), "unmerged", &driver, &unmerged))
     {
         Ok(expected) => expected,
@@ -401,7 +409,7 @@ fn check_file(arch: Arch, path: &Path, twin: Twin) -> (Vec<String>, bool) {
             );
             let mut merged = module.clone();
             merge_module_with(&mut merged, mode, similar.as_ref());
-            let got = object(arch, &merged, mode, &flags, true)
+            let got = object((arch, build), &merged, mode, &flags, true)
                 .and_then(|bytes| run(arch, dir.path(), &tag, &driver, &bytes));
             match got {
                 Ok(out) if out == expected => {}
@@ -423,7 +431,7 @@ fn check_file(arch: Arch, path: &Path, twin: Twin) -> (Vec<String>, bool) {
 
 /// Every file on `arch` with twins as `twin` makes them; `at_least` files must run (else the
 /// harness is broken).
-fn every_file(arch: Arch, twin: Twin, at_least: usize) {
+fn every_file(arch: Arch, build: Build, twin: Twin, at_least: usize) {
     let Some(dir) = runtests_dir() else { return };
     let tools = std::iter::once(arch.cc).chain(arch.runner.first().copied());
     for tool in tools {
@@ -437,12 +445,12 @@ fn every_file(arch: Arch, twin: Twin, at_least: usize) {
     let paths = files::clif_files(&dir);
     let results: Vec<(Vec<String>, bool)> = paths
         .par_iter()
-        .map(|p| check_file(arch, p, twin))
+        .map(|p| check_file(arch, build, p, twin))
         .collect();
     let ran = results.iter().filter(|r| r.1).count();
     let differences: Vec<String> = results.into_iter().flat_map(|r| r.0).collect();
     eprintln!(
-        "runtests with {twin:?} twins through {} objects: {ran} of {} files ran",
+        "runtests with {twin:?} twins through {} objects ({build:?}): {ran} of {} files ran",
         arch.name,
         paths.len()
     );
@@ -464,7 +472,7 @@ fn runtests_with_exact_twins_through_objects_print_what_the_unmerged_objects_pri
         eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
         return;
     }
-    every_file(X86_64, Twin::Exact, 100);
+    every_file(X86_64, Build::default(), Twin::Exact, 100);
 }
 
 #[test]
@@ -473,5 +481,30 @@ fn runtests_with_near_twins_through_objects_print_what_the_unmerged_objects_prin
         eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
         return;
     }
-    every_file(X86_64, Twin::Near, 50);
+    every_file(X86_64, Build::default(), Twin::Near, 50);
+}
+
+/// The exact twins at `--opt-level speed_and_size` with `--function-sections`, and at
+/// `--opt-level none` (a minute: `cargo test --test hostile12_runtests_twins_objects --
+/// --ignored`).
+#[test]
+#[ignore = "slow: every run-test file with twins linked and run twelve more times"]
+fn runtests_with_exact_twins_print_the_same_at_other_opt_levels_and_with_function_sections() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
+        return;
+    }
+    let builds = [
+        Build {
+            opt_level: OptLevel::SpeedAndSize,
+            function_sections: true,
+        },
+        Build {
+            opt_level: OptLevel::None,
+            function_sections: false,
+        },
+    ];
+    for build in builds {
+        every_file(X86_64, build, Twin::Exact, 100);
+    }
 }
