@@ -268,6 +268,13 @@ const X86_64: Arch = Arch {
     cpu: "native",
 };
 
+const AARCH64: Arch = Arch {
+    name: "aarch64",
+    cc: "aarch64-linux-gnu-gcc",
+    runner: &["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
+    cpu: "baseline",
+};
+
 /// The file's `set` lines and its first `arch` target's features, as object flags.
 fn isa_flags(text: &str, arch: Arch) -> Option<Vec<String>> {
     let mut flags = Vec::new();
@@ -507,4 +514,18 @@ fn runtests_with_exact_twins_print_the_same_at_other_opt_levels_and_with_functio
     for build in builds {
         every_file(X86_64, build, Twin::Exact, 100);
     }
+}
+
+/// The exact and near twins on aarch64 under qemu (the files' aarch64 targets: `use_bti`,
+/// `sign_return_address` and the like as their `target` lines set them, on one-jump thunks and
+/// folded code): `cargo test --test hostile12_runtests_twins_objects -- --ignored`.
+#[test]
+#[ignore = "slow: every run-test file with twins linked and run under qemu-aarch64 fourteen times"]
+fn runtests_with_twins_through_aarch64_objects_print_what_the_unmerged_objects_print() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("note: skipping: the run tests' aarch64 objects run under qemu on Linux");
+        return;
+    }
+    every_file(AARCH64, Build::default(), Twin::Exact, 100);
+    every_file(AARCH64, Build::default(), Twin::Near, 40);
 }
