@@ -1,0 +1,56 @@
+//! hostile12: wrong merges told apart only by a value loaded from memory (neighbours of
+//! hostile11's loaded all-ones value, which verify8 fixes): what hashed memory holds, as the
+//! fills make it (`memory.rs`), on merges planted by hand (`tests/common/planted.rs`).
+
+#[path = "common/planted.rs"]
+mod wrong_merges;
+
+use wrong_merges::planted;
+
+/// `%name(p)`'s body: the `ty` at `p`, sign-extended; with `told_apart`, 7 where that is
+/// `told_apart`.
+fn loaded(ty: &str, told_apart: Option<i64>) -> String {
+    let load = match ty {
+        "i64" => "    v1 = load.i64 v0\n".to_string(),
+        _ => format!("    v8 = load.{ty} v0\n    v1 = sextend.i64 v8\n"),
+    };
+    let body = match told_apart {
+        None => "    return v1".to_string(),
+        Some(k) => format!(
+            "    v9 = iconst.i64 {k}\n    v3 = icmp eq v1, v9\n    v4 = iconst.i64 7\n    \
+             v5 = select v3, v4, v1\n    return v5"
+        ),
+    };
+    format!("block0(v0: i64):\n{load}{body}")
+}
+
+/// Whether the planted merge of `%g` (told apart where the `ty` loaded is `k`) into `%f`'s
+/// body is reported, with the summary.
+fn reported(ty: &str, k: i64) -> (bool, String) {
+    planted("(i64) -> i64", &loaded(ty, None), &loaded(ty, Some(k)), "")
+}
+
+/// A tag compared with a constant after it is loaded (`if p->kind == 17`), the most common
+/// test of real code: hashed memory reads words of 0 to 16 seven times in eight
+/// (`small_mostly`) and random bits once, and no fill or guided argument makes a loaded value
+/// one of the constants the function compares it with (the guide steers arguments only). At
+/// 17, for a byte or a word: 64 runs, 0 mismatches, `%g` fully checked; natively the two
+/// differ wherever the tag is 17.
+#[test]
+#[ignore = "defect: a loaded value is never made a constant the function compares it with: a wrong merge told apart by a loaded tag of 17 (just above the 0 to 16 hashed memory mostly reads) is reported ok and fully checked"]
+fn a_wrong_merge_told_apart_by_a_loaded_tag_above_16_is_reported() {
+    for ty in ["i8", "i32"] {
+        let (reported, summary) = reported(ty, 17);
+        assert!(reported, "{ty}: {summary}");
+    }
+}
+
+/// The held neighbour: at 16, within what hashed memory mostly holds, the same wrong merges are
+/// found.
+#[test]
+fn a_wrong_merge_told_apart_by_a_loaded_tag_of_16_is_reported() {
+    for ty in ["i8", "i32"] {
+        let (reported, summary) = reported(ty, 16);
+        assert!(reported, "{ty}: {summary}");
+    }
+}
