@@ -32,7 +32,6 @@ const MIN: &str = "    v1 = iconst.i64 1\n    v2 = uextend.i128 v1\n    v4 = ico
 /// `42 - i128::MIN`, which overflows (`attempt to subtract with overflow` in a debug build,
 /// exit 101 from `clif-merge --verify`; a release build wraps, which is the right value).
 #[test]
-#[ignore = "defect: guide.rs `shifted` computes `to - from` in i128: --verify panics (debug build) on an i128 compared with a constant"]
 fn verify_checks_a_merge_of_an_i128_compared_with_a_constant() {
     let (ok, summary, merged) = real_merge_passes(&twins(FORTY_TWO), clif_merge::Mode::Safe);
     assert_eq!(merged, 1);
@@ -42,7 +41,6 @@ fn verify_checks_a_merge_of_an_i128_compared_with_a_constant() {
 /// The same with `i128::MIN` as the operand: the argument 0 is `2^127` from it, and
 /// `near_by`'s `diff.abs()` of `i128::MIN` overflows too.
 #[test]
-#[ignore = "defect: guide.rs `near_by` takes `abs()` of an i128 difference that may be i128::MIN: --verify panics (debug build) on an i128 compared with MIN"]
 fn verify_checks_a_merge_of_an_i128_compared_with_min() {
     let (ok, summary, merged) = real_merge_passes(&twins(MIN), clif_merge::Mode::Safe);
     assert_eq!(merged, 1);

@@ -33,7 +33,6 @@ const RETURNS_ZERO: &str = "block0(v0: i64):\n    v5 = iconst.i64 0\n    return 
 /// wrong merge is reported ok. (A fill of `0xFF` bytes read as a pointer and loaded from is
 /// mapped the same way.)
 #[test]
-#[ignore = "defect: an access whose end wraps past 2^64 (at 0xffff_ffff_ffff_fff8 and up) is taken as mapped below 16 MiB: a merge that adds a fault there is reported ok"]
 fn a_load_at_the_top_of_the_address_space_traps() {
     let (reported, summary) = planted("(i64) -> i64", &loads_near_zero(-8), RETURNS_ZERO, "");
     assert!(reported, "{summary}");
@@ -140,7 +139,6 @@ fn loads_symbol(symbol: &str) -> String {
 /// than `%f`; the planted merge gives `%g` `%f`'s body: both sides read one page, the same
 /// words, and the merge is reported ok. Natively they are two objects.
 #[test]
-#[ignore = "defect: a data symbol's address keeps 32 bits of a hash of its name: a merge that loads another symbol whose hash agrees there is reported ok"]
 fn a_merge_that_loads_another_data_symbol_is_found_whatever_their_names() {
     let (reported, summary) = planted(
         "() -> i64",

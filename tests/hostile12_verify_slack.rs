@@ -82,7 +82,6 @@ fn stores_before_the_limit(rest: &str) -> (usize, Outcome) {
 /// instead of 1 s). The limit of a run should not depend on functions it never calls, and a
 /// cycle of two forwarders adds two frames per call at most.
 #[test]
-#[ignore = "defect: a cycle of two forwarders makes MergedSlack count a chain as long as all the module's forwarders: every merged side's depth limit grows N + 4 times with N unrelated forwarders"]
 fn unrelated_forwarders_do_not_deepen_the_merged_sides_limit() {
     let (alone, how) = stores_before_the_limit("");
     assert!(matches!(how, Outcome::TooDeep), "{how}");

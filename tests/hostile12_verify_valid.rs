@@ -57,7 +57,6 @@ fn checked(pointer: &str) -> (bool, String, usize) {
 /// expected 64)`, a mismatch, and `clif-merge --verify` exits 1 with nothing written, on a
 /// right merge. The merged function should be held to the rule the original was read by.
 #[test]
-#[ignore = "defect: valid.rs verifies every function the merge wrote with the host's ISA, reading only those that need one: a right merge of code with 32-bit addresses is reported not valid CLIF"]
 fn a_right_similar_merge_of_code_with_32_bit_addresses_is_valid() {
     let (ok, summary, merged) = checked("i32");
     assert!(merged > 0, "{summary}");

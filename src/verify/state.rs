@@ -283,10 +283,16 @@ impl<'a> Machine<'a> {
     /// Whether an access of `len` bytes at `raw` outside the stack faults: only one that may
     /// trap (no `notrap` flag) at an address that is not mapped.
     fn faults(raw: u64, len: usize, flags: MemFlagsData) -> bool {
-        let end = raw.wrapping_add(len as u64);
-        let mapped = end <= MAPPED
-            || (raw >= WRAPPED - MAPPED && end >= raw && end <= WRAPPED + MAPPED)
-            || raw.wrapping_sub(SYMBOLS) < 1 << 44;
+        // An access that runs past 2^64 (at -8 and up) is at the top of the address space,
+        // never below 16 MiB.
+        let mapped = match raw.checked_add(len as u64) {
+            None => false,
+            Some(end) => {
+                end <= MAPPED
+                    || (raw >= WRAPPED - MAPPED && end <= WRAPPED + MAPPED)
+                    || raw.wrapping_sub(SYMBOLS) < 1 << 44
+            }
+        };
         !mapped && flags.trap_code().is_some()
     }
 
