@@ -121,7 +121,6 @@ fn checked_caller(pinned: bool) -> (bool, String, usize) {
 /// `get_frame_pointer` under `set preserve_frame_pointers` (the run tests' `throw.clif`), and
 /// for the private copies `--default-linkage preemptible` makes (`pinned-reg.clif`).
 #[test]
-#[ignore = "defect: valid.rs verifies with the host's default flags, not the file's set lines reading applied: a right merge that redirects a call in a function using the pinned register is reported not valid CLIF"]
 fn a_right_merge_of_a_caller_using_the_pinned_register_is_valid() {
     let (ok, summary, merged) = checked_caller(true);
     assert_eq!(merged, 1, "{summary}");

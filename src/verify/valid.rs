@@ -31,12 +31,21 @@ pub(super) fn invalid_functions(original: &ClifModule, merged: &ClifModule) -> V
     found
 }
 
-/// The host's ISA with default flags, for the instructions that need one to verify; None on a
-/// host Cranelift does not support.
+/// The host's ISA, for the instructions that need one to verify, with the flags that allow
+/// them (`enable_pinned_reg`, `preserve_frame_pointers`): the merge copies such instructions,
+/// never makes them, so the original was read with the flags its file set for them (which the
+/// module does not keep), and the check is of what the merge wrote around them. With default
+/// flags, a right merge that redirected a call in a function using the pinned register was
+/// reported not valid CLIF. None on a host Cranelift does not support.
 fn host_isa() -> Option<OwnedTargetIsa> {
+    use settings::Configurable;
+    let mut flags = settings::builder();
+    for flag in ["enable_pinned_reg", "preserve_frame_pointers"] {
+        flags.enable(flag).expect("a shared flag of Cranelift");
+    }
     isa::lookup(target_lexicon::Triple::host())
         .ok()?
-        .finish(settings::Flags::new(settings::builder()))
+        .finish(settings::Flags::new(flags))
         .ok()
 }
 
