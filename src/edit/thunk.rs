@@ -55,7 +55,7 @@ pub fn is_forwarding_thunk(func: &Function) -> bool {
 /// results: a `return_call` under the `tail` convention, a call and a return otherwise.
 pub fn write_thunk(g: &FuncName, sig: &Signature, f: &FuncName) -> Function {
     let mut func = Function::with_name_signature(g.to_user_func_name(), sig.clone());
-    write_thunk_body(&mut func, f, None);
+    write_thunk_body(&mut func, f);
     func
 }
 
@@ -70,10 +70,6 @@ pub(crate) fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) 
     // The name stays when it already is `g` (the merges pass a function's own name): one
     // allocation and one free fewer per thunk.
     let name = std::mem::take(&mut func.name);
-    // The old body's first declared signature: its vectors take the thunk's copy of the
-    // signature, two allocations and two frees fewer per thunk (most merged bodies call).
-    let spare = (func.dfg.signatures.values_mut().next())
-        .map(|old| std::mem::replace(old, Signature::new(CallConv::Fast)));
     func.clear();
     // `Function::clear` leaves the exception tables (cranelift 0.135).
     func.dfg.exception_tables.clear();
@@ -83,7 +79,7 @@ pub(crate) fn rewrite_as_thunk(func: &mut Function, g: &FuncName, f: &FuncName) 
         g.to_user_func_name()
     };
     func.signature = sig;
-    write_thunk_body(func, f, spare);
+    write_thunk_body(func, f);
 }
 
 /// Whether a function defined as `name` is named `g`.
@@ -97,19 +93,15 @@ fn is_named(name: &UserFuncName, g: &FuncName) -> bool {
     }
 }
 
-/// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else;
-/// the callee's copy of the signature goes into `spare`'s vectors when there is one.
+/// Writes the body of a thunk calling `f` into `func`, which has a signature and nothing else.
 ///
 /// The two instructions are made and appended directly, as `InstBuilder` would through a
 /// cursor, without copying the parameters and the results out of the value pool first (each
 /// copy was an allocation; a thunk is written for most merged functions).
-fn write_thunk_body(func: &mut Function, f: &FuncName, spare: Option<Signature>) {
+fn write_thunk_body(func: &mut Function, f: &FuncName) {
     let callee_name = f.to_external(func);
     // One copy of the signature, the callee's; the parameters are read from the function's own.
-    let sig = match spare {
-        Some(spare) => copy_into(spare, &func.signature),
-        None => func.signature.clone(),
-    };
+    let sig = func.signature.clone();
     let sig_ref = func.import_signature(sig);
     let callee = func.import_function(ExtFuncData {
         name: callee_name,
@@ -158,20 +150,6 @@ fn write_thunk_body(func: &mut Function, f: &FuncName, spare: Option<Signature>)
         };
         append_inst(dfg, &mut stencil.layout, block, ret);
     }
-}
-
-/// `sig` written into `into`, whose vectors are reused (grown only where they are too short).
-fn copy_into(mut into: Signature, sig: &Signature) -> Signature {
-    // Every field by name: a field Cranelift adds must be copied here too.
-    let Signature {
-        params,
-        returns,
-        call_conv,
-    } = &mut into;
-    params.clone_from(&sig.params);
-    returns.clone_from(&sig.returns);
-    *call_conv = sig.call_conv;
-    into
 }
 
 /// Makes the instruction `data` and appends it to `block`, without results: a `return` and a
@@ -296,8 +274,7 @@ mod tests {
                 v0 = iconst.i8 3
                 return v0
             }",
-            // Old signatures longer and shorter than the thunk's, under another convention:
-            // the thunk's copy of its signature reuses the first one's vectors.
+            // Old signatures longer and shorter than the thunk's, under other conventions.
             "function %g(i32, i64) -> i64 system_v {
                 sig0 = (i64, i64, f64, i32) -> i64, i64, i64 tail
                 sig1 = () fast
