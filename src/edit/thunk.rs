@@ -274,6 +274,25 @@ mod tests {
                 v0 = iconst.i8 3
                 return v0
             }",
+            // Old signatures longer and shorter than the thunk's, under other conventions.
+            "function %g(i32, i64) -> i64 system_v {
+                sig0 = (i64, i64, f64, i32) -> i64, i64, i64 tail
+                sig1 = () fast
+                fn0 = %wide sig0
+                fn1 = %empty sig1
+            block0(v0: i32, v1: i64):
+                v2 = f64const 0x1.0p0
+                v3, v4, v5 = call fn0(v1, v1, v2, v0)
+                call fn1()
+                return v5
+            }",
+            "function %g(i32, i64, f32) -> i64, i32 fast {
+                sig0 = () system_v
+                fn0 = %empty sig0
+            block0(v0: i32, v1: i64, v2: f32):
+                call fn0()
+                return v1, v0
+            }",
         ];
         for text in bodies {
             let mut func = parse(text);

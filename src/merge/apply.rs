@@ -20,23 +20,38 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
         return;
     }
     // Phase 1 of 3: what each function becomes, and where calls go (both by class index).
-    let kept_names: Vec<FuncName> = plan
-        .classes
-        .iter()
-        .map(|c| c.kept_name(module).clone())
-        .collect();
     let mut action_of: SecondaryMap<FunctionId, Option<(Action, u32)>> = SecondaryMap::new();
     let mut redirect: SecondaryMap<FunctionId, Option<u32>> = SecondaryMap::new();
     action_of.resize(module.id_count());
     redirect.resize(module.id_count());
     // Private copies, each with the function it copies and the one it goes before.
     let mut copies: Vec<(FunctionId, FunctionId, ModuleFunction)> = Vec::new();
+    let mut gone = EntitySet::with_capacity(module.id_count());
+    let mut new_aliases = Vec::new();
     for (c, class) in plan.classes.iter().enumerate() {
         for &(g, action) in &class.replaced {
             action_of[g] = Some((action, c as u32));
+            let mf = module.function(g);
             // A preemptible function's callers keep calling it: it may be replaced at link time.
-            if !module.function(g).linkage.is_preemptible() {
+            if !mf.linkage.is_preemptible() {
                 redirect[g] = Some(c as u32);
+            }
+            match action {
+                Action::Removed => {
+                    gone.insert(g);
+                }
+                Action::Alias => {
+                    gone.insert(g);
+                    new_aliases.push((
+                        g,
+                        Alias {
+                            name: mf.name.clone(),
+                            target: class.kept_name(module).clone(),
+                            linkage: mf.linkage,
+                        },
+                    ));
+                }
+                Action::Thunk => {}
             }
         }
         if let Kept::PrivateCopy { of, name } = &class.kept {
@@ -44,54 +59,53 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
             copies.push((*of, before, private_copy(module.function(*of), name)));
         }
     }
-    let ids: Vec<FunctionId> = (0..module.id_count()).map(FunctionId::new).collect();
+    // In id order, as they were added before.
+    new_aliases.sort_unstable_by_key(|&(g, _)| g);
+
+    // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
+    // Each function is split into its name, which every task may read (a thunk's own, a kept
+    // function's for the calls to it), and its body, which only its own task writes: the kept
+    // names are borrowed, not copied.
+    let mut parts: Vec<(&FuncName, &mut Function)> = module
+        .all_functions_mut()
+        .iter_mut()
+        .map(|mf| (&mf.name, &mut *mf.func))
+        .collect();
+    let kept_names: Vec<&FuncName> = plan
+        .classes
+        .iter()
+        .map(|class| match &class.kept {
+            Kept::Member(f) => parts[f.index()].0,
+            Kept::PrivateCopy { name, .. } => name,
+        })
+        .collect();
     // Where each function's calls go, read from its references as its body is rewritten (a
     // list of redirects per function, made beforehand, was an allocation for most functions).
     let redirects = Redirects {
         redirect: &redirect,
         kept_names: &kept_names,
     };
-
-    // Phase 2 of 3: bodies, in place (most functions stay where they are), each on its own.
-    parallel::for_each_mut(module.all_functions_mut(), |i, mf| {
+    parallel::for_each_mut(&mut parts, |i, (name, func)| {
         let id = FunctionId::new(i);
         match action_of[id] {
-            None => redirects.apply(&mut mf.func, refs.of_function(id)),
+            None => redirects.apply(func, refs.of_function(id)),
             Some((Action::Thunk, c)) => {
-                let f = &kept_names[c as usize];
+                let f = kept_names[c as usize];
                 // In place only for small bodies: a cleared function keeps the capacity of its
                 // tables, which should not outlive the merge by more than a little.
-                if mf.func.dfg.num_insts() <= REUSE_MAX_INSTS {
-                    rewrite_as_thunk(&mut mf.func, &mf.name, f)
+                if func.dfg.num_insts() <= REUSE_MAX_INSTS {
+                    rewrite_as_thunk(func, name, f)
                 } else {
-                    *mf.func = write_thunk(&mf.name, &mf.func.signature, f)
+                    **func = write_thunk(name, &func.signature, f)
                 }
             }
             Some((Action::Removed | Action::Alias, _)) => {}
         }
     });
-    let mut gone = EntitySet::with_capacity(ids.len());
-    let mut new_aliases = Vec::new();
-    for &id in &ids {
-        match action_of[id] {
-            Some((Action::Removed, _)) => {
-                gone.insert(id);
-            }
-            Some((Action::Alias, c)) => {
-                gone.insert(id);
-                let mf = module.function(id);
-                new_aliases.push(Alias {
-                    name: mf.name.clone(),
-                    target: kept_names[c as usize].clone(),
-                    linkage: mf.linkage,
-                });
-            }
-            None | Some((Action::Thunk, _)) => {}
-        }
-    }
     for (of, _, copy) in &mut copies {
         redirects.apply(&mut copy.func, refs.of_function(*of));
     }
+    drop(parts);
 
     // Phase 3 of 3: the layout and the symbols.
     module.update(
@@ -100,7 +114,7 @@ pub fn apply(module: &mut ClifModule, refs: &ModuleRefs, plan: &MergePlan) {
             .into_iter()
             .map(|(_, before, copy)| (before, copy))
             .collect(),
-        new_aliases,
+        new_aliases.into_iter().map(|(_, alias)| alias).collect(),
     );
 }
 
@@ -120,7 +134,7 @@ fn private_copy(original: &ModuleFunction, name: &FuncName) -> ModuleFunction {
 /// takes them, and each class's kept name.
 struct Redirects<'a> {
     redirect: &'a SecondaryMap<FunctionId, Option<u32>>,
-    kept_names: &'a [FuncName],
+    kept_names: &'a [&'a FuncName],
 }
 
 impl Redirects<'_> {
@@ -132,7 +146,7 @@ impl Redirects<'_> {
             .enumerate()
             .filter_map(|(r, symbol)| match symbol {
                 Some(Symbol::Function(id)) => {
-                    self.redirect[*id].map(|c| (FuncRef::new(r), &self.kept_names[c as usize]))
+                    self.redirect[*id].map(|c| (FuncRef::new(r), self.kept_names[c as usize]))
                 }
                 _ => None,
             })
