@@ -136,7 +136,7 @@ pub enum Callee {
     /// A libcall (or a known symbol), by name.
     LibCall(String),
     /// A `call_indirect` target that is no function of the module: the address called (a
-    /// stack address as `STACK_TAG | slot << 32 | offset`).
+    /// stack address as `STACK_TAG | frame << 48 | slot << 32 | offset`, see [`Store`]).
     Address(u64),
 }
 
@@ -159,15 +159,16 @@ pub struct ImportCall {
     /// its results, as its extensions, purposes and convention place them, so two calls of one
     /// callee with other signatures are other calls.
     pub signature: Signature,
-    /// Its arguments (stack addresses as (slot, offset), see [`Store`]).
+    /// Its arguments (stack addresses as (frame, slot, offset), see [`Store`]).
     pub args: Vec<DataValue>,
     /// How many stores the run made before it: calls and stores are one sequence.
     pub stores_before: usize,
 }
 
 /// A store to memory, as recorded. A stack address, as an address or as the value stored, is
-/// written `STACK_TAG | slot << 32 | offset` (an i64): the frames of the two sides need not be
-/// at the same place.
+/// written `STACK_TAG | frame << 48 | slot << 32 | offset` (an i64; `STACK_TAG` is
+/// `0x53 << 56`, `frame` the place of the slot's frame among the live frames that have stack
+/// slots, mod 256): the frames of the two sides need not be at the same place.
 #[derive(Clone, Debug)]
 pub struct Store {
     /// Where.

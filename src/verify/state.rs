@@ -1,7 +1,7 @@
 //! The machine a run executes on, as the interpreter's `State`: frames with stack slots laid
 //! out here, the lazily filled [`Memory`] everywhere else, function addresses by slot (see
 //! [`Names`](super::names::Names)) and symbol addresses by name. Every store is recorded, with
-//! stack addresses written as (slot, offset) so that the two sides of a run compare.
+//! stack addresses written as (frame, slot, offset) so that the two sides of a run compare.
 
 pub(super) mod cycle;
 
@@ -46,9 +46,13 @@ const SPARE_FRAMES: usize = 4;
 /// hundreds of calls deep (a run that ends too deep, on real code) allocated and faulted in
 /// every frame anew on every run, a seventh of the time of `--verify` on dprint.
 const SPARE_BYTES: u64 = 16 << 20;
-/// A stack address as it is compared and reported: this tag, the slot's number (bits 32 to 47)
-/// and the offset in the slot (bits 0 to 31).
-pub(super) const STACK_TAG: u64 = 0x5354_0000_0000_0000;
+/// A stack address as it is compared and reported: this tag (bits 56 to 63), the frame's place
+/// among the live frames that have stack slots (bits 48 to 55, from the run's first frame, mod
+/// 256), the slot's number (bits 32 to 47) and the offset in the slot (bits 0 to 31). The
+/// frame's place counts only frames with slots: a merged side's forwarders (thunks) have none,
+/// and a merged body has the slots of the body it stands for. Without it a store into the
+/// caller's slot 0 and one into the callee's slot 0 were one store.
+pub(super) const STACK_TAG: u64 = 0x5300_0000_0000_0000;
 
 /// Where each stack slot of a function is in its frame, and the frame's size.
 struct SlotLayout {
@@ -122,6 +126,8 @@ pub(super) struct Machine<'a> {
     spare_bytes: u64,
     /// Where each frame's slots start in `stack`.
     frame_base: Vec<u64>,
+    /// Of each live frame, how many frames up to it (itself too) have stack slots.
+    slotted_frames: Vec<u32>,
     stack: Vec<u8>,
     layouts: FxHashMap<*const Function, SlotLayout>,
     pub(super) memory: Memory,
@@ -157,6 +163,7 @@ impl<'a> Machine<'a> {
             spare_frames: FxHashMap::default(),
             spare_bytes: 0,
             frame_base: Vec::new(),
+            slotted_frames: Vec::new(),
             stack: Vec::new(),
             layouts: FxHashMap::default(),
             memory: Memory::default(),
@@ -187,6 +194,7 @@ impl<'a> Machine<'a> {
             self.pop_frame();
         }
         self.frame_base.clear();
+        self.slotted_frames.clear();
         self.stack.clear();
         self.memory.reset(Fill::default());
         self.stores.clear();
@@ -251,7 +259,10 @@ impl<'a> Machine<'a> {
             _ => return v.clone(),
         };
         match self.stack_position(raw).and_then(|pos| self.slot_at(pos)) {
-            Some((slot, offset)) => DataValue::I64((STACK_TAG | slot << 32 | offset) as i64),
+            Some((frame, slot, offset)) => {
+                let place = u64::from(self.slotted_frames[frame] & 0xff);
+                DataValue::I64((STACK_TAG | place << 48 | slot << 32 | offset) as i64)
+            }
             None => v.clone(),
         }
     }
@@ -264,8 +275,9 @@ impl<'a> Machine<'a> {
             .find_map(|base| raw.checked_sub(base).filter(|&pos| pos < len))
     }
 
-    /// The slot (number, offset in it) of the live frame at stack position `pos`.
-    fn slot_at(&self, pos: u64) -> Option<(u64, u64)> {
+    /// The live frame at stack position `pos` (its index), and its slot there (number, offset
+    /// in it).
+    fn slot_at(&self, pos: u64) -> Option<(usize, u64, u64)> {
         let frame = self
             .frame_base
             .partition_point(|&b| b <= pos)
@@ -277,7 +289,7 @@ impl<'a> Machine<'a> {
             .offsets
             .partition_point(|&o| o <= within)
             .checked_sub(1)?;
-        Some((slot as u64, within - layout.offsets[slot]))
+        Some((frame, slot as u64, within - layout.offsets[slot]))
     }
 
     /// Whether an access of `len` bytes at `raw` outside the stack faults: only one that may
@@ -335,14 +347,7 @@ impl<'a> Machine<'a> {
         let Some(pos) = self.stack_position(raw) else {
             return;
         };
-        let Some(frame) = self
-            .frame_base
-            .partition_point(|&b| b <= pos)
-            .checked_sub(1)
-        else {
-            return;
-        };
-        if let Some((slot, _)) = self.slot_at(pos)
+        if let Some((frame, slot, _)) = self.slot_at(pos)
             && !self.escaped.contains(&(frame, slot))
         {
             self.escaped.push((frame, slot));
@@ -427,6 +432,9 @@ impl<'a> State<'a> for Machine<'a> {
         let base = (self.stack.len() as u64).next_multiple_of(alignment);
         self.stack.resize((base + size) as usize, 0);
         self.frame_base.push(base);
+        let below = self.slotted_frames.last().copied().unwrap_or(0);
+        let slotted = !function.sized_stack_slots.is_empty();
+        self.slotted_frames.push(below + u32::from(slotted));
         let spare = self
             .spare_frames
             .get_mut(&(function as *const Function))
@@ -445,6 +453,7 @@ impl<'a> State<'a> for Machine<'a> {
     fn pop_frame(&mut self) {
         let live = self.frames.len().saturating_sub(1);
         self.escaped.retain(|&(frame, _)| frame < live);
+        self.slotted_frames.pop();
         if let (Some(frame), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
             self.stack.truncate(base as usize);
             let function = frame.function() as *const Function;
