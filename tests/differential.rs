@@ -1944,6 +1944,73 @@ block0(v0: i64):
     }
 }
 
+/// The proof by an argument its callees do not demand (`call_change_is_undemanded`): a
+/// call's argument changed where every possible callee never reads that parameter (the
+/// caller `vmctx` of Wasmtime's convention), directly or through a `func_addr`, is equivalent;
+/// changed where a callee reads it, where the callee is a function the module does not
+/// define, or through an address whose callees are not known, it is not.
+#[test]
+fn an_argument_no_callee_reads_is_proven_equivalent_and_a_read_one_is_not() {
+    let text = |call: &str| {
+        format!(
+            "function %g(i64, i64) -> i64 {{
+block0(v0: i64, v1: i64):
+    return v0
+}}
+function %f(i64, i64, i64) -> i64 {{
+    sig0 = (i64, i64) -> i64
+    fn0 = %g sig0
+    fn1 = %import sig0
+block0(v0: i64, v1: i64, v2: i64):
+    v3 = func_addr.i64 fn0
+    v4 = {call}
+    return v4
+}}"
+        )
+    };
+    let name = FuncName::parse("%f").unwrap();
+    let call = |module: &ClifModule| {
+        let func = &module.function(module.resolve(&name).unwrap()).func;
+        let block = func.layout.entry_block().unwrap();
+        let insts: Vec<_> = func.layout.block_insts(block).collect();
+        (func.clone(), insts[1])
+    };
+    for (before, after, proven) in [
+        ("call fn0(v0, v1)", "call fn0(v0, v2)", true),
+        (
+            "call_indirect sig0, v3(v0, v1)",
+            "call_indirect sig0, v3(v0, v2)",
+            true,
+        ),
+        ("call fn0(v0, v1)", "call fn0(v2, v1)", false),
+        (
+            "call_indirect sig0, v3(v0, v1)",
+            "call_indirect sig0, v3(v2, v1)",
+            false,
+        ),
+        ("call fn1(v0, v1)", "call fn1(v0, v2)", false),
+        (
+            "call_indirect sig0, v2(v0, v1)",
+            "call_indirect sig0, v2(v0, v0)",
+            false,
+        ),
+    ] {
+        let original = module_from_text(&text(before), &[]);
+        let changed = module_from_text(&text(after), &[]);
+        let params = common::demanded::DemandedParams::of(&original, &original);
+        let (func, inst) = call(&original);
+        let (mutant, _) = call(&changed);
+        let demand = common::demanded::demanded_values(&func, &original, &params);
+        assert_eq!(
+            common::demanded::call_change_is_undemanded(
+                &func, &mutant, inst, &original, &params, &demand
+            ),
+            proven,
+            "{before} made {after}"
+        );
+    }
+}
+
 /// The demanded-bits proof through a call whose results are dropped
 /// (`tests/common/demanded.rs`): an argument the callee only returns, divides by a divisor
 /// that cannot be zero without using the quotient, or compares with itself, is not observed;
