@@ -90,8 +90,8 @@ done
 
 [ "${VERIFY_MUTATIONS:-1}" = 0 ] && exit 0
 echo
-echo "| module | merge | reported (original ran to the end) | reported (some tuple tells apart) | missed by kind |"
-echo "|---|---|---:|---:|---|"
+echo "| module | merge | reported (original ran to the end) | reported (some tuple tells apart) | missed by kind | left out as equivalent, by proof | proofs refuted by runs |"
+echo "|---|---|---:|---:|---|---|---:|"
 cd "$root"
 VERIFY_MODULES="${VERIFY_MODULES:-}" cargo test --release --quiet --test differential \
     -- --ignored --exact corpus_mutations_are_reported --nocapture 2>/dev/null | grep '^|' || true

@@ -1566,13 +1566,24 @@ struct MutationTally {
     indistinct: BTreeMap<String, usize>,
     /// Of the uncaught, those no run of which ended on both sides (a loop made endless, ...).
     never_ended: BTreeMap<String, usize>,
-    /// Mutants left out as proven equivalent (`tests/common/equivalence.rs`).
-    proven: usize,
+    /// Mutants left out as proven equivalent, by proof (`tests/common/live.rs`).
+    proven: BTreeMap<common::live::Proof, usize>,
     /// Of those, the ones 256 argument tuples tell apart: a wrong proof.
     refuted: usize,
 }
 
 impl MutationTally {
+    /// The mutants left out as equivalent, by proof: "n by <proof>, ...".
+    fn proofs(&self) -> String {
+        let by: Vec<String> = (self.proven.iter())
+            .map(|(proof, n)| format!("{n} by {proof:?}"))
+            .collect();
+        match by.is_empty() {
+            true => "none".to_string(),
+            false => by.join(", "),
+        }
+    }
+
     fn distinguishable(&self) -> usize {
         self.applied
             - self.indistinct.values().sum::<usize>()
@@ -1648,19 +1659,21 @@ fn tally_with(
                 .any(|m| matches!(m.merged.outcome, Outcome::Trapped(Trap::Code(c)) if c == PROBE))
         };
         // A mutant proven equivalent must not be told apart by the runs.
-        let (mut proven, mut refuted) = (0, 0);
-        let mut check_proof = |mutant: &Function| {
-            proven += 1;
+        let (mut proven, mut refuted) = (BTreeMap::new(), 0);
+        let mut check_proof = |mutant: &Function, proof| {
+            *proven.entry(proof).or_insert(0) += 1;
             let mut corrupted = merged.clone();
             *corrupted.function_mut(id).func = mutant.clone();
             if !verify_merge(original, &corrupted, report, &thorough).is_ok() {
                 refuted += 1;
-                eprintln!("refuted proof of equivalence:\n{func}\n---\n{mutant}");
+                eprintln!("refuted proof of equivalence ({proof:?}):\n{func}\n---\n{mutant}");
             }
         };
         let corrupt =
             common::live::corrupt_live(func, &as_run, &params, ch, &mut reached, &mut check_proof);
-        tally.proven += proven;
+        for (proof, n) in proven {
+            *tally.proven.entry(proof).or_default() += n;
+        }
         tally.refuted += refuted;
         let Some((kind, mutant)) = corrupt else {
             continue;
@@ -1804,7 +1817,7 @@ fn mutation_check(n: usize) -> (MutationTally, usize, usize, usize) {
         tally.missed,
         tally.indistinct,
         tally.never_ended,
-        tally.proven,
+        tally.proofs(),
         tally.refuted
     );
     (tally, applied, caught, distinct)
@@ -1869,11 +1882,17 @@ fn corpus_mutations_are_reported() {
             let (applied, caught) = (tally.applied, tally.caught);
             let distinct = tally.distinguishable();
             println!(
-                "| {stem} | {} | {caught} of {applied} ({:.1} %) | {caught} of {distinct} ({:.1} %) | {:?} |",
+                "| {stem} | {} | {caught} of {applied} ({:.1} %) | {caught} of {distinct} ({:.1} %) | {:?} | {} | {} |",
                 if similar { "--similar" } else { "exact" },
                 100.0 * caught as f64 / applied.max(1) as f64,
                 100.0 * caught as f64 / distinct.max(1) as f64,
                 tally.missed,
+                tally.proofs(),
+                tally.refuted,
+            );
+            assert_eq!(
+                tally.refuted, 0,
+                "{stem}: a proof of equivalence is refuted by runs"
             );
         }
     }
@@ -1921,6 +1940,73 @@ block0(v0: i64):
             common::demanded::change_is_undemanded(func, mutant, constant, &demand),
             masked,
             "iconst -1 made {c}"
+        );
+    }
+}
+
+/// The proof by an argument its callees do not demand (`call_change_is_undemanded`): a
+/// call's argument changed where every possible callee never reads that parameter (the
+/// caller `vmctx` of Wasmtime's convention), directly or through a `func_addr`, is equivalent;
+/// changed where a callee reads it, where the callee is a function the module does not
+/// define, or through an address whose callees are not known, it is not.
+#[test]
+fn an_argument_no_callee_reads_is_proven_equivalent_and_a_read_one_is_not() {
+    let text = |call: &str| {
+        format!(
+            "function %g(i64, i64) -> i64 {{
+block0(v0: i64, v1: i64):
+    return v0
+}}
+function %f(i64, i64, i64) -> i64 {{
+    sig0 = (i64, i64) -> i64
+    fn0 = %g sig0
+    fn1 = %import sig0
+block0(v0: i64, v1: i64, v2: i64):
+    v3 = func_addr.i64 fn0
+    v4 = {call}
+    return v4
+}}"
+        )
+    };
+    let name = FuncName::parse("%f").unwrap();
+    let call = |module: &ClifModule| {
+        let func = &module.function(module.resolve(&name).unwrap()).func;
+        let block = func.layout.entry_block().unwrap();
+        let insts: Vec<_> = func.layout.block_insts(block).collect();
+        (func.clone(), insts[1])
+    };
+    for (before, after, proven) in [
+        ("call fn0(v0, v1)", "call fn0(v0, v2)", true),
+        (
+            "call_indirect sig0, v3(v0, v1)",
+            "call_indirect sig0, v3(v0, v2)",
+            true,
+        ),
+        ("call fn0(v0, v1)", "call fn0(v2, v1)", false),
+        (
+            "call_indirect sig0, v3(v0, v1)",
+            "call_indirect sig0, v3(v2, v1)",
+            false,
+        ),
+        ("call fn1(v0, v1)", "call fn1(v0, v2)", false),
+        (
+            "call_indirect sig0, v2(v0, v1)",
+            "call_indirect sig0, v2(v0, v0)",
+            false,
+        ),
+    ] {
+        let original = module_from_text(&text(before), &[]);
+        let changed = module_from_text(&text(after), &[]);
+        let params = common::demanded::DemandedParams::of(&original, &original);
+        let (func, inst) = call(&original);
+        let (mutant, _) = call(&changed);
+        let demand = common::demanded::demanded_values(&func, &original, &params);
+        assert_eq!(
+            common::demanded::call_change_is_undemanded(
+                &func, &mutant, inst, &original, &params, &demand
+            ),
+            proven,
+            "{before} made {after}"
         );
     }
 }

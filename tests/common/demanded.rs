@@ -782,3 +782,75 @@ pub fn change_is_undemanded(
         .unwrap_or(0);
     difference & demanded == 0
 }
+
+/// Whether the change of `inst` from `func` to `mutant` changes only arguments of a call to
+/// functions of the module (the callee kept: the same `func_ref`, or the same signature and
+/// address of an indirect call whose possible callees are known) in bits that the callees'
+/// parameters do not demand, so that no input can tell the two apart: a parameter the callee
+/// never reads (Wasmtime's caller `vmctx`), or reads only masked. What the callee demands for
+/// its results counts only for the results the caller looks at (`demand`, from
+/// [`demanded_values`] over `func`); a tail call's results are the function's own, all
+/// observed. Conservative: false for a call to a function the module does not define, or
+/// through an address whose callees are not known.
+pub fn call_change_is_undemanded(
+    func: &Function,
+    mutant: &Function,
+    inst: Inst,
+    module: &ClifModule,
+    params: &DemandedParams,
+    demand: &HashMap<Value, u128>,
+) -> bool {
+    let (before, after) = (&func.dfg.insts[inst], &mutant.dfg.insts[inst]);
+    let op = before.opcode();
+    let same_callee = match (before, after) {
+        (InstructionData::Call { func_ref: x, .. }, InstructionData::Call { func_ref: y, .. }) => {
+            x == y && op == after.opcode()
+        }
+        (
+            InstructionData::CallIndirect { sig_ref: x, .. },
+            InstructionData::CallIndirect { sig_ref: y, .. },
+        ) => x == y && op == after.opcode(),
+        _ => false,
+    };
+    let (a, b) = (func.dfg.inst_args(inst), mutant.dfg.inst_args(inst));
+    if !same_callee || a.len() != b.len() {
+        return false;
+    }
+    let indirect = matches!(op, Opcode::CallIndirect | Opcode::ReturnCallIndirect);
+    if indirect && a[0] != b[0] {
+        return false;
+    }
+    let callees = match indirect {
+        true => match possible_callees(func, a[0], params) {
+            Some(callees) => callees,
+            None => return false,
+        },
+        false => match callee_of(func, inst) {
+            Some(callee) => vec![callee],
+            None => return false,
+        },
+    };
+    if callees.iter().any(|c| module.resolve(c).is_none()) {
+        return false;
+    }
+    let looked_at = match op {
+        Opcode::ReturnCall | Opcode::ReturnCallIndirect => Results::All,
+        _ => Results::These(
+            (func.dfg.inst_results(inst).iter().enumerate())
+                .filter(|&(_, r)| demand.get(r).is_some_and(|&d| d != 0))
+                .map(|(i, _)| i)
+                .collect(),
+        ),
+    };
+    let first_parameter = usize::from(indirect);
+    (first_parameter..a.len())
+        .filter(|&k| a[k] != b[k])
+        .all(|k| {
+            let full = full_mask(func.dfg.value_type(a[k]));
+            let demanded = callees.iter().fold(0, |acc, callee| {
+                let k = k - first_parameter;
+                acc | params.argument(module, Some(callee.clone()), k, full, &looked_at)
+            });
+            operand_difference(func, a[k], mutant, b[k]) & demanded == 0
+        })
+}

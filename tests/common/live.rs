@@ -14,10 +14,14 @@
 //!   observe (alignment, `readonly`, `can_move`, alias regions, whether an access that does
 //!   not fault may trap) are not changed, nor the trap code of an access (it shows only when
 //!   the access faults).
-//! - Not proven equivalent: by demanded bits (`demanded.rs`) or by evaluating the function and
-//!   the mutant symbolically over the module (`equivalence.rs`).
+//! - Not proven equivalent: by demanded bits (`demanded.rs`: a pure instruction's result, or a
+//!   call's argument, changed only in bits no path demands — a parameter the callee never
+//!   reads) or by evaluating the function and the mutant symbolically over the module
+//!   (`equivalence.rs`). Each such mutant is shown to the caller with its [`Proof`].
 
-use super::demanded::{DemandedParams, change_is_undemanded, demanded_values};
+use super::demanded::{
+    DemandedParams, call_change_is_undemanded, change_is_undemanded, demanded_values,
+};
 use super::equivalence::proven_equivalent;
 use super::r#gen::Choices;
 use super::mutate::{Kind, mutate_one_field, reachable_insts};
@@ -47,6 +51,18 @@ pub const INSTRUCTION_KINDS: [Kind; 12] = [
     Kind::Operand,
     Kind::BranchTarget,
 ];
+
+/// The proof by which a mutant is left out as equivalent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Proof {
+    /// A pure instruction's result changed in bits no path demands (`demanded.rs`).
+    DemandedBits,
+    /// A call's argument changed in bits the callee's parameter does not demand: a
+    /// parameter it never reads, or reads only masked (`call_change_is_undemanded`).
+    UndemandedArgument,
+    /// The function and the mutant evaluated symbolically over the module (`equivalence.rs`).
+    Symbolic,
+}
 
 /// Which parameters of each function of a module some path observes.
 pub struct LiveParams {
@@ -470,15 +486,16 @@ fn locally_equivalent(func: &Function, mutant: &Function, inst: Inst) -> bool {
 /// attempts finds one. `reached` tells whether the runs of the check reach the changed
 /// instruction of a mutant with a value the change changes (see [`with_probe`]): a change no
 /// run reaches, or that computes the same on every input run, is equivalent on those inputs.
-/// A mutant proven equivalent (`equivalence.rs`) is not made; `proven` is shown it, so that a
-/// test can check the proof against runs.
+/// A mutant proven equivalent (by demanded bits, by an argument its callee does not demand, or
+/// symbolically: [`Proof`]) is not made; `proven` is shown it with the proof, so that a test
+/// can count it and check the proof against runs.
 pub fn corrupt_live(
     func: &Function,
     module: &ClifModule,
     params: &LiveParams,
     ch: &mut Choices,
     reached: &mut dyn FnMut(&Function, Inst) -> bool,
-    proven: &mut dyn FnMut(&Function),
+    proven: &mut dyn FnMut(&Function, Proof),
 ) -> Option<(Kind, Function)> {
     let live = live_values(func, module, params);
     let demand = demanded_values(func, module, &params.demanded);
@@ -493,14 +510,23 @@ pub fn corrupt_live(
         if !change_is_live(func, &mutant, inst, module, params, &live)
             || !flag_change_shows(func, &mutant, inst, kind)
             || locally_equivalent(func, &mutant, inst)
-            || change_is_undemanded(func, &mutant, inst, &demand)
         {
             continue;
         }
         let name = FuncName::of_function(func);
         let targets = |k: usize| params.targets_of(&name, k);
-        if proven_equivalent(func, &mutant, module, &targets) {
-            proven(&mutant);
+        let proof = if change_is_undemanded(func, &mutant, inst, &demand) {
+            Some(Proof::DemandedBits)
+        } else if call_change_is_undemanded(func, &mutant, inst, module, &params.demanded, &demand)
+        {
+            Some(Proof::UndemandedArgument)
+        } else if proven_equivalent(func, &mutant, module, &targets) {
+            Some(Proof::Symbolic)
+        } else {
+            None
+        };
+        if let Some(proof) = proof {
+            proven(&mutant, proof);
             continue;
         }
         if reached(&mutant, inst) {
