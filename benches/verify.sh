@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # How much of the corpus `--verify` checks: for every module of ../shared/corpus, exact and
 # `--similar`, in every `--mode`, from `--verify`'s summary line: the issue's two figures, the
-# runs that ran to the end and the functions fully checked (of all functions); beside them the
-# functions unchanged with all they call (not run: their runs would be the same on both sides),
-# the functions fully checked of those the merge changed (all but the unchanged ones), and the
-# runs that ended only on another fill of memory; and the time against the same merge without
+# runs that ran to the end and the functions fully checked (of all functions, the literal
+# figure); beside them the functions unchanged with all they call (not run: the same body on
+# both sides, calling no address, and all it calls or takes the address of unchanged with all
+# they call, so that its runs would be the same on both sides; a function whose body the merge
+# left alone but that calls a changed one is run, and is not among them), the functions fully
+# checked *or* unchanged with all they call (of all functions; the library's figure,
+# `VerifyReport::fully_checked_or_unchanged`, read from the summary), the functions fully
+# checked of those the merge changed (all but the unchanged ones), and the runs that ended only
+# on another fill of memory; and the time against the same merge without
 # `--verify`: CPU seconds (`perf stat -e task-clock`, the mean of three runs) where perf works,
 # else wall seconds of one run.
 #
@@ -47,8 +52,8 @@ seconds() {
     python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$start" "$end"
 }
 
-echo "| module | merge | mode | runs | to the end | functions | fully checked | unchanged (not run) | fully checked of changed | ended on another fill | mismatches | unsupported (top opcodes) | merge s | --verify s | ratio |"
-echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+echo "| module | merge | mode | runs | to the end | functions | fully checked | unchanged with all they call (not run) | fully checked or unchanged with all they call | fully checked of changed | ended on another fill | mismatches | unsupported (top opcodes) | merge s | --verify s | ratio |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
 for file in "$corpus"/*.clif "$corpus"/*.clif.xz; do
     [ -e "$file" ] || continue
     name=$(basename "$file"); name=${name%.xz}; name=${name%.clif}
@@ -74,6 +79,11 @@ total = funcs + skipped
 pct = lambda a, b: f"{100 * a / b:.1f} %" if b else "—"
 same = re.search(r"(\d+) unchanged", text)
 same = int(same.group(1)) if same else 0
+# The library's shares of all functions (fully checked; fully checked or unchanged with all
+# they call), as the summary prints them.
+shares = re.search(r"of (\d+) functions: (\d+) \(([\d.]+) %\) fully checked, (\d+) \(([\d.]+) %\) "
+                   r"fully checked or unchanged with all they call", text)
+vouched = f"{shares.group(4)} ({shares.group(5)} %)" if shares else "—"
 other = re.search(r"(\d+) runs ended on another fill", text)
 other = int(other.group(1)) if other else 0
 top = re.search(r"unsupported: (.*)", text)
@@ -81,6 +91,7 @@ top = top.group(1).strip() if top else ""
 ratio = float(verify) / float(base) if float(base) > 0 else 0
 print(f"| {name} | {merge} | {mode} | {runs} | {done} ({pct(done, runs)}) | {total} | "
       f"{full} ({pct(full, total)}) | {same} ({pct(same, total)}) | "
+      f"{vouched} | "
       f"{full} / {total - same} ({pct(full, total - same)}) | {other} | {mism} | {top[:80]} | "
       f"{base} | {verify} | {ratio:.1f}× |")
 PY

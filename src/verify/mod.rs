@@ -62,8 +62,11 @@
 //!   its first fill in the whole fuel, until two such runs of the function did not end in the
 //!   whole fuel after at least an eighth of it (one stopped in a cycle sooner cost little):
 //!   then its runs that end on no fill in the short fuel are inconclusive. One run in 16
-//!   starts on a byte fill (`first_fill`: run 15 on `0x00`, run 31 on `0xFF`, and so on), since
-//!   a run that ends on hashed memory is tried on no other.
+//!   starts on a byte fill (`fills.rs`, `first_fill`: run 15 on `0x00`, run 31 on `0xFF`, and
+//!   so on), since a run that ends on hashed memory is tried on no other; it takes the
+//!   arguments of the latest earlier run that returned on hashed memory and no run on that
+//!   byte took yet (`Reached`), not its own random ones, whose pointers mostly trap on both
+//!   sides before memory is read (its guided turn passes to the next run).
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
@@ -86,6 +89,7 @@
 //! (`Unchanged::closed`) is not run at all: it is counted as *unchanged*, apart from the
 //! checked ones.
 
+mod fills;
 mod guide;
 mod inputs;
 mod memory;
@@ -111,6 +115,7 @@ use crate::policy::Action;
 use crate::similar::ConstantRecord;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Function, Signature, Type, types};
+use fills::{Reached, first_fill, other_fills};
 use inputs::{
     Rng, arguments, context_parameters, fnv, mix, steering_values, with_aligned_contexts,
 };
@@ -397,6 +402,7 @@ fn check_function<'a>(
     let runs_before = out.runs;
     let incomplete_before = out.inconclusive + out.unsupported;
     let mut search = guide::Search::default();
+    let mut reached = Reached::default();
     let mut guided_lost = 0;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
@@ -411,7 +417,14 @@ fn check_function<'a>(
         let steered = aligned(arguments(&types, run, small, &steering, &mut rng));
         let memory_seed = mix(options.seed ^ name_hash ^ run as u64);
         let first_fill = first_fill(run, memory_seed);
-        let guided = (run >= GUIDED_FROM && guided_turn(run) && guided_lost < MAX_GUIDED_LOST)
+        // A byte-fill run on arguments that reached memory on hashed memory (see `fills.rs`);
+        // its turn for a guided tuple, if any, passes to the next.
+        let reaching = reached.take_for(first_fill);
+        let borrowed = reaching.is_some();
+        let guided = (reaching.is_none()
+            && run >= GUIDED_FROM
+            && guided_turn(run)
+            && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
             .flatten()
             .map(aligned);
@@ -420,9 +433,10 @@ fn check_function<'a>(
         // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
         // would: it aims at a side no run took yet, often deeper.
         let whole = if whole_fuel_spent { fuel } else { options.fuel };
-        let (preferred, attempt_fuel) = match guided {
-            Some(tuple) => (tuple, (options.fuel / GUIDED_FUEL_SHARE).min(whole)),
-            None => (steered, fuel),
+        let (preferred, plain, attempt_fuel) = match (reaching, guided) {
+            (Some(tuple), _) => (tuple.clone(), tuple, fuel),
+            (None, Some(tuple)) => (tuple, plain, (options.fuel / GUIDED_FUEL_SHARE).min(whole)),
+            (None, None) => (steered, plain, fuel),
         };
         let (args, a, took_preferred) = run_original(
             &mut sides[0],
@@ -462,6 +476,9 @@ fn check_function<'a>(
         };
         if let Some(trace) = &sides[0].trace {
             search.absorb(&args, trace);
+        }
+        if !borrowed {
+            reached.record(&args, fill, matches!(a.outcome, Outcome::Returned(_)));
         }
         out.runs += 1;
         let ended = !a.outcome.is_inconclusive() && !a.outcome.is_unsupported();
@@ -603,42 +620,6 @@ fn run_on_other_fills<'a>(
     }
     (first, first_fill)
 }
-
-/// The memory run `run` of a function starts on: hashed from `seed`, but for one run in
-/// [`BYTE_FILL_EVERY`], which starts on every byte `0x00` or `0xFF` in turn. A run that ends on
-/// hashed memory is never run on another fill, and what only a cleared or an erased memory
-/// reads (a null pointer where one is tested, an all-ones halfword compared) would otherwise
-/// tell apart no run.
-fn first_fill(run: usize, seed: u64) -> Fill {
-    match (run + 1) % BYTE_FILL_EVERY {
-        0 if (run + 1) / BYTE_FILL_EVERY % 2 == 1 => Fill::Byte(0x00),
-        0 => Fill::Byte(0xff),
-        _ => Fill::Hashed(seed),
-    }
-}
-
-/// One run in this many starts on a byte fill ([`first_fill`]): runs 15, 47, … on `0x00`,
-/// runs 31, 63, … on `0xFF` (four of the default 64; none of fewer than 16).
-const BYTE_FILL_EVERY: usize = 16;
-
-/// The fills a run that does not end on hashed memory from `seed` is run on again, in order.
-/// Where a run does not end, what it read is mostly what keeps it going: a hash table probed
-/// forever because none of its control bytes is empty (`0xFF`) and its mask keeps the probe on
-/// a few of them; a tree or a list walked forever because no pointer read is null; a length
-/// read that does not end a loop. First another draw of hashed memory, which ends a run where
-/// the draw was unlucky and checks the run as deep as any other; then the sentinels: memory
-/// cleared (`0x00`: null pointers, zero lengths) and erased (`0xFF`: empty slots, all-ones
-/// masks).
-fn other_fills(seed: u64) -> [Fill; 3] {
-    [
-        Fill::Hashed(mix(seed ^ ANOTHER_DRAW)),
-        Fill::Byte(0x00),
-        Fill::Byte(0xff),
-    ]
-}
-
-/// What another draw of hashed memory for a run derives its seed with.
-const ANOTHER_DRAW: u64 = 0xf111_da7a_5eed_0002;
 
 /// Runs the function `name` of `module` once on `args`, as `verify_merge` runs each side: for
 /// tests that compare the interpreter with compiled code.
