@@ -31,9 +31,11 @@
 //! - Memory is lazily filled (`memory.rs`): a byte nothing stored to reads as a hash of its
 //!   address and the run's seed, the same on both sides; every store is recorded and the two
 //!   sequences of stores must be equal. Stack slots are laid out per frame; a stack address, in
-//!   a result, a store or a call's argument, is compared as (slot, offset), since the frames of
-//!   the two sides need not be at the same place. A `symbol`'s address is a hash of its name
-//!   (a function's: its slot's address). Memory is mapped below 16 MiB, 16 MiB on either side
+//!   a result, a store or a call's argument, is compared as (frame, slot, offset), the frame
+//!   by its place among the live frames that have slots (a merged side's thunks have none),
+//!   since the frames of the two sides need not be at the same place. A `symbol`'s address is
+//!   a page of its own, chosen by a hash of its name (`symbol_pages.rs`; a function's: its
+//!   slot's address). Memory is mapped below 16 MiB, 16 MiB on either side
 //!   of 2^32 (where 32-bit address arithmetic from small numbers lands: a wasm shadow stack
 //!   pointer read as a small number, minus its frame, plus a heap's base), at the stack and at
 //!   symbols; an access that may trap (no `notrap`) anywhere else traps with its trap code.
