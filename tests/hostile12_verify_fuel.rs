@@ -237,7 +237,6 @@ fn guided_pair(rounds: u32) -> (String, String) {
 /// ends, the run falls back to random arguments, and after two such (`MAX_GUIDED_LOST`) no
 /// guided tuple is tried. 64 runs, 0 mismatches, `%g` fully checked.
 #[test]
-#[ignore = "defect: a guided tuple takes an eighth of the fuel even when every run of the function that ended took more: a side only the guide reaches, after a loop of 12,000 instructions, is never run"]
 fn a_guided_tuple_reaches_a_side_after_a_loop_longer_than_its_share_of_the_fuel() {
     let (original, wrong) = guided_pair(2000);
     let checked = check(&original, &wrong);

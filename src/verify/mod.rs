@@ -433,11 +433,16 @@ fn check_function<'a>(
         let is_guided = guided.is_some();
         let fuel = short_fuel(options.fuel, longest);
         // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
-        // would: it aims at a side no run took yet, often deeper.
+        // would: it aims at a side no run took yet, often deeper. Never less than any other
+        // run takes first: where every run that ended took more than the share, the guided
+        // side past the same loop was never reached (hostile12).
         let whole = if whole_fuel_spent { fuel } else { options.fuel };
         let (preferred, plain, attempt_fuel) = match (reaching, guided) {
             (Some(tuple), _) => (tuple.clone(), tuple, fuel),
-            (None, Some(tuple)) => (tuple, plain, (options.fuel / GUIDED_FUEL_SHARE).min(whole)),
+            (None, Some(tuple)) => {
+                let share = (options.fuel / GUIDED_FUEL_SHARE).max(fuel);
+                (tuple, plain, share.min(whole))
+            }
             (None, None) => (steered, plain, fuel),
         };
         let (args, a, took_preferred) = run_original(
