@@ -7,23 +7,13 @@ mod wrong_merges;
 
 use clif_merge::verify::{Fill, VerifyOptions, VerifyReport, verify_merge};
 use clif_merge::{MergeReport, Mode};
-use wrong_merges::{merged, read};
+use wrong_merges::{loaded_body, merged, read};
 
 /// `%name(p)`: the `ty` at `p`, sign-extended; with `told_apart`, 7 where that is
 /// `told_apart`.
 fn loaded(name: &str, ty: &str, told_apart: Option<i64>) -> String {
-    let load = match ty {
-        "i64" => "    v1 = load.i64 v0\n".to_string(),
-        _ => format!("    v8 = load.{ty} v0\n    v1 = sextend.i64 v8\n"),
-    };
-    let body = match told_apart {
-        None => "    return v1".to_string(),
-        Some(k) => format!(
-            "    v9 = iconst.i64 {k}\n    v3 = icmp eq v1, v9\n    v4 = iconst.i64 7\n    \
-             v5 = select v3, v4, v1\n    return v5"
-        ),
-    };
-    format!("function %{name}(i64) -> i64 {{\nblock0(v0: i64):\n{load}{body}\n}}\n\n")
+    let body = loaded_body(ty, told_apart);
+    format!("function %{name}(i64) -> i64 {{\n{body}\n}}\n\n")
 }
 
 /// The original `{%f, %g}` (`%g` told apart where the `ty` loaded is `k`), the planted merge

@@ -22,15 +22,10 @@ mod files;
 #[path = "common/runtest_objects.rs"]
 mod runtest_objects;
 
-use cases::RunFile;
 use clif_merge::emit::object::OptLevel;
-use clif_merge::{Mode, ReadOptions, SimilarOptions, merge_module_with, read_module_text};
-use rayon::prelude::*;
-use runtest_objects::{
-    AARCH64, Arch, Build, X86_64, driver, isa_flags, object, run, runtests_dir, skipped,
-};
+use clif_merge::{Mode, SimilarOptions};
+use runtest_objects::{AARCH64, Arch, Build, Checked, X86_64, every_file, unmerged};
 use std::path::Path;
-use std::process::Command;
 
 /// How a function's twin differs from it.
 #[derive(Clone, Copy, Debug)]
@@ -125,42 +120,14 @@ fn near_constant(line: &str) -> Option<String> {
 
 /// The file with twins as `twin` makes them, in every configuration: the differences, and
 /// whether it ran at all.
-fn check_file(arch: Arch, build: Build, path: &Path, twin: Twin) -> (Vec<String>, bool) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+fn check_file(arch: Arch, build: Build, path: &Path, twin: Twin) -> Checked {
     let original = std::fs::read_to_string(path).unwrap();
     let Some(text) = with_twins(&original, twin) else {
         return (Vec::new(), false);
     };
-    let Some(flags) = isa_flags(&text, arch) else {
-        return (Vec::new(), false);
-    };
-    let Ok(Some(file)) = RunFile::read(name.clone(), text.clone()) else {
-        return (Vec::new(), false);
-    };
-    let Some(source) = driver(&file) else {
-        return (Vec::new(), false);
-    };
-    let module = match read_module_text(path, &text, ReadOptions::default()) {
-        Ok(module) => module,
-        Err(e) => return skipped(&name, &e.to_string()),
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let c = dir.path().join("driver.c");
-    std::fs::write(&c, source).unwrap();
-    let driver = dir.path().join("driver.o");
-    let compiled = Command::new(arch.cc)
-        .args(["-O1", "-c"])
-        .arg(&c)
-        .arg("-o")
-        .arg(&driver)
-        .status()
-        .unwrap();
-    assert!(compiled.success(), "{name}: the driver does not compile");
-    let expected = match object((arch, build), &module, Mode::Safe, &flags, false)
-        .and_then(|unmerged| run(arch, dir.path(), "unmerged", &driver, &unmerged))
-    {
-        Ok(expected) => expected,
-        Err(e) => return skipped(&name, &e),
+    let file = match unmerged(arch, build, path, &text) {
+        Ok(file) => file,
+        Err(checked) => return checked,
     };
     let every_group = SimilarOptions {
         min_saving: i64::MIN,
@@ -168,28 +135,12 @@ fn check_file(arch: Arch, build: Build, path: &Path, twin: Twin) -> (Vec<String>
     };
     let mut differences = Vec::new();
     for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
-        for similar in [None, Some(every_group.clone())] {
+        for similar in [None, Some(&every_group)] {
             let tag = format!(
                 "{twin:?}-{mode:?}{}",
                 if similar.is_some() { "-similar" } else { "" }
             );
-            let mut merged = module.clone();
-            merge_module_with(&mut merged, mode, similar.as_ref());
-            let got = object((arch, build), &merged, mode, &flags, true)
-                .and_then(|bytes| run(arch, dir.path(), &tag, &driver, &bytes));
-            match got {
-                Ok(out) if out == expected => {}
-                Ok(out) => {
-                    let first = expected
-                        .lines()
-                        .zip(out.lines())
-                        .find(|(a, b)| a != b)
-                        .map(|(a, b)| format!("line {a} unmerged, {b} merged"))
-                        .unwrap_or_else(|| "another number of lines".into());
-                    differences.push(format!("{name} {tag}: {first}"));
-                }
-                Err(e) => differences.push(format!("{name} {tag}: {e}")),
-            }
+            differences.extend(file.compare_merged(&tag, mode, similar));
         }
     }
     (differences, true)
@@ -197,39 +148,9 @@ fn check_file(arch: Arch, build: Build, path: &Path, twin: Twin) -> (Vec<String>
 
 /// Every file on `arch` with twins as `twin` makes them; `at_least` files must run (else the
 /// harness is broken).
-fn every_file(arch: Arch, build: Build, twin: Twin, at_least: usize) {
-    let Some(dir) = runtests_dir() else { return };
-    let tools = std::iter::once(arch.cc).chain(arch.runner.first().copied());
-    for tool in tools {
-        let found = Command::new(tool).arg("--version").output().is_ok();
-        if !found {
-            assert!(std::env::var_os("CI").is_none(), "CI needs {tool}");
-            eprintln!("note: skipping: {tool} is not installed");
-            return;
-        }
-    }
-    let paths = files::clif_files(&dir);
-    let results: Vec<(Vec<String>, bool)> = paths
-        .par_iter()
-        .map(|p| check_file(arch, build, p, twin))
-        .collect();
-    let ran = results.iter().filter(|r| r.1).count();
-    let differences: Vec<String> = results.into_iter().flat_map(|r| r.0).collect();
-    eprintln!(
-        "runtests with {twin:?} twins through {} objects ({build:?}): {ran} of {} files ran",
-        arch.name,
-        paths.len()
-    );
-    assert!(
-        ran >= at_least,
-        "only {ran} files ran: the harness is broken"
-    );
-    assert!(
-        differences.is_empty(),
-        "{} differences:\n{}",
-        differences.len(),
-        differences.join("\n")
-    );
+fn with_twins_every_file(arch: Arch, build: Build, twin: Twin, at_least: usize) {
+    let what = format!("runtests with {twin:?} twins ({build:?})");
+    every_file(arch, &what, at_least, |p| check_file(arch, build, p, twin));
 }
 
 #[test]
@@ -238,7 +159,7 @@ fn runtests_with_exact_twins_through_objects_print_what_the_unmerged_objects_pri
         eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
         return;
     }
-    every_file(X86_64, Build::default(), Twin::Exact, 100);
+    with_twins_every_file(X86_64, Build::default(), Twin::Exact, 100);
 }
 
 #[test]
@@ -247,7 +168,7 @@ fn runtests_with_near_twins_through_objects_print_what_the_unmerged_objects_prin
         eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
         return;
     }
-    every_file(X86_64, Build::default(), Twin::Near, 50);
+    with_twins_every_file(X86_64, Build::default(), Twin::Near, 50);
 }
 
 /// The exact twins at `--opt-level speed_and_size` with `--function-sections`, and at
@@ -271,7 +192,7 @@ fn runtests_with_exact_twins_print_the_same_at_other_opt_levels_and_with_functio
         },
     ];
     for build in builds {
-        every_file(X86_64, build, Twin::Exact, 100);
+        with_twins_every_file(X86_64, build, Twin::Exact, 100);
     }
 }
 
@@ -285,6 +206,6 @@ fn runtests_with_twins_through_aarch64_objects_print_what_the_unmerged_objects_p
         eprintln!("note: skipping: the run tests' aarch64 objects run under qemu on Linux");
         return;
     }
-    every_file(AARCH64, Build::default(), Twin::Exact, 100);
-    every_file(AARCH64, Build::default(), Twin::Near, 40);
+    with_twins_every_file(AARCH64, Build::default(), Twin::Exact, 100);
+    with_twins_every_file(AARCH64, Build::default(), Twin::Near, 40);
 }

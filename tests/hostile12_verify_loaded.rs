@@ -5,29 +5,17 @@
 #[path = "common/planted.rs"]
 mod wrong_merges;
 
-use wrong_merges::planted;
-
-/// `%name(p)`'s body: the `ty` at `p`, sign-extended; with `told_apart`, 7 where that is
-/// `told_apart`.
-fn loaded(ty: &str, told_apart: Option<i64>) -> String {
-    let load = match ty {
-        "i64" => "    v1 = load.i64 v0\n".to_string(),
-        _ => format!("    v8 = load.{ty} v0\n    v1 = sextend.i64 v8\n"),
-    };
-    let body = match told_apart {
-        None => "    return v1".to_string(),
-        Some(k) => format!(
-            "    v9 = iconst.i64 {k}\n    v3 = icmp eq v1, v9\n    v4 = iconst.i64 7\n    \
-             v5 = select v3, v4, v1\n    return v5"
-        ),
-    };
-    format!("block0(v0: i64):\n{load}{body}")
-}
+use wrong_merges::{loaded_body, planted};
 
 /// Whether the planted merge of `%g` (told apart where the `ty` loaded is `k`) into `%f`'s
 /// body is reported, with the summary.
 fn reported(ty: &str, k: i64) -> (bool, String) {
-    planted("(i64) -> i64", &loaded(ty, None), &loaded(ty, Some(k)), "")
+    planted(
+        "(i64) -> i64",
+        &loaded_body(ty, None),
+        &loaded_body(ty, Some(k)),
+        "",
+    )
 }
 
 /// A tag compared with a constant after it is loaded (`if p->kind == 17`), the most common

@@ -18,49 +18,16 @@ mod files;
 #[path = "common/runtest_objects.rs"]
 mod runtest_objects;
 
-use cases::RunFile;
-use clif_merge::{Mode, ReadOptions, SimilarOptions, merge_module_with, read_module_text};
-use rayon::prelude::*;
-use runtest_objects::{
-    AARCH64, Arch, Build, X86_64, driver, isa_flags, object, run, runtests_dir, skipped,
-};
+use clif_merge::{Mode, SimilarOptions};
+use runtest_objects::{AARCH64, Arch, Build, Checked, X86_64, every_file, unmerged};
 use std::path::Path;
-use std::process::Command;
 
 /// Every configuration merged: the differences, and whether the file ran at all.
-fn check_file(arch: Arch, path: &Path) -> (Vec<String>, bool) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+fn check_file(arch: Arch, path: &Path) -> Checked {
     let text = std::fs::read_to_string(path).unwrap();
-    let Some(flags) = isa_flags(&text, arch) else {
-        return (Vec::new(), false);
-    };
-    let Ok(Some(file)) = RunFile::read(name.clone(), text.clone()) else {
-        return (Vec::new(), false);
-    };
-    let Some(source) = driver(&file) else {
-        return (Vec::new(), false);
-    };
-    let module = match read_module_text(path, &text, ReadOptions::default()) {
-        Ok(module) => module,
-        Err(e) => return skipped(&name, &e.to_string()),
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let c = dir.path().join("driver.c");
-    std::fs::write(&c, source).unwrap();
-    let driver = dir.path().join("driver.o");
-    let compiled = Command::new(arch.cc)
-        .args(["-O1", "-c"])
-        .arg(&c)
-        .arg("-o")
-        .arg(&driver)
-        .status()
-        .unwrap();
-    assert!(compiled.success(), "{name}: the driver does not compile");
-    let expected = match object((arch, Build::default()), &module, Mode::Safe, &flags, false)
-        .and_then(|unmerged| run(arch, dir.path(), "unmerged", &driver, &unmerged))
-    {
-        Ok(expected) => expected,
-        Err(e) => return skipped(&name, &e),
+    let file = match unmerged(arch, Build::default(), path, &text) {
+        Ok(file) => file,
+        Err(checked) => return checked,
     };
     let mut differences = Vec::new();
     for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
@@ -69,59 +36,10 @@ fn check_file(arch: Arch, path: &Path) -> (Vec<String>, bool) {
                 "{mode:?}{}",
                 if similar.is_some() { "-similar" } else { "" }
             );
-            let mut merged = module.clone();
-            merge_module_with(&mut merged, mode, similar.as_ref());
-            let got = object((arch, Build::default()), &merged, mode, &flags, true)
-                .and_then(|bytes| run(arch, dir.path(), &tag, &driver, &bytes));
-            match got {
-                Ok(out) if out == expected => {}
-                Ok(out) => {
-                    let first = expected
-                        .lines()
-                        .zip(out.lines())
-                        .find(|(a, b)| a != b)
-                        .map(|(a, b)| format!("line {a} unmerged, {b} merged"))
-                        .unwrap_or_else(|| "another number of lines".into());
-                    differences.push(format!("{name} {tag}: {first}"));
-                }
-                Err(e) => differences.push(format!("{name} {tag}: {e}")),
-            }
+            differences.extend(file.compare_merged(&tag, mode, similar.as_ref()));
         }
     }
     (differences, true)
-}
-
-/// Every file on `arch`; `at_least` files must run (else the harness is broken).
-fn every_file(arch: Arch, at_least: usize) {
-    let Some(dir) = runtests_dir() else { return };
-    let tools = std::iter::once(arch.cc).chain(arch.runner.first().copied());
-    for tool in tools {
-        let found = Command::new(tool).arg("--version").output().is_ok();
-        if !found {
-            assert!(std::env::var_os("CI").is_none(), "CI needs {tool}");
-            eprintln!("note: skipping: {tool} is not installed");
-            return;
-        }
-    }
-    let paths = files::clif_files(&dir);
-    let results: Vec<(Vec<String>, bool)> = paths.par_iter().map(|p| check_file(arch, p)).collect();
-    let ran = results.iter().filter(|r| r.1).count();
-    let differences: Vec<String> = results.into_iter().flat_map(|r| r.0).collect();
-    eprintln!(
-        "runtests through {} objects: {ran} of {} files ran",
-        arch.name,
-        paths.len()
-    );
-    assert!(
-        ran >= at_least,
-        "only {ran} files ran: the harness is broken"
-    );
-    assert!(
-        differences.is_empty(),
-        "{} differences:\n{}",
-        differences.len(),
-        differences.join("\n")
-    );
 }
 
 #[test]
@@ -130,7 +48,7 @@ fn runtests_through_objects_print_what_the_unmerged_objects_print() {
         eprintln!("note: skipping: the run tests' objects run on x86_64 Linux");
         return;
     }
-    every_file(X86_64, 100);
+    every_file(X86_64, "runtests", 100, |p| check_file(X86_64, p));
 }
 
 /// The same for aarch64 under qemu (the files' aarch64 targets: `use_bti`, `sign_return_address`
@@ -143,5 +61,5 @@ fn runtests_through_aarch64_objects_print_what_the_unmerged_objects_print() {
         eprintln!("note: skipping: the run tests' aarch64 objects run under qemu on Linux");
         return;
     }
-    every_file(AARCH64, 100);
+    every_file(AARCH64, "runtests", 100, |p| check_file(AARCH64, p));
 }

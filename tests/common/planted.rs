@@ -57,6 +57,23 @@ pub fn planted(sig: &str, f_body: &str, g_body: &str, rest: &str) -> (bool, Stri
     (!ok, summary)
 }
 
+/// A body of signature `(i64) -> i64`: the `ty` at the pointer argument, sign-extended; with
+/// `told_apart`, 7 where that is `told_apart` (a tag tested after it is loaded).
+pub fn loaded_body(ty: &str, told_apart: Option<i64>) -> String {
+    let load = match ty {
+        "i64" => "    v1 = load.i64 v0\n".to_string(),
+        _ => format!("    v8 = load.{ty} v0\n    v1 = sextend.i64 v8\n"),
+    };
+    let body = match told_apart {
+        None => "    return v1".to_string(),
+        Some(k) => format!(
+            "    v9 = iconst.i64 {k}\n    v3 = icmp eq v1, v9\n    v4 = iconst.i64 7\n    \
+             v5 = select v3, v4, v1\n    return v5"
+        ),
+    };
+    format!("block0(v0: i64):\n{load}{body}")
+}
+
 /// `a` then `b` when `a_first`, else `b` then `a`: the two orders of a planted reordering.
 pub fn in_order<'a>(a_first: bool, a: &'a str, b: &'a str) -> (&'a str, &'a str) {
     if a_first { (a, b) } else { (b, a) }

@@ -2,15 +2,18 @@
 //! signatures), its objects written for x86_64 or aarch64, linked and run. Shared by the tests
 //! that merge the run tests and compare what the merged and unmerged programs print
 //! (`hostile4_runtests_objects`, `hostile12_runtests_twins_objects`); each includes it with
-//! `tests/runtests/cases.rs` as `cases` beside it.
+//! `tests/runtests/cases.rs` as `cases` and `tests/common/files.rs` as `files` beside it.
 
 use crate::cases::{RunFile, RunLine};
 use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target, write_object};
-use clif_merge::{ClifModule, FuncName, Mode};
+use clif_merge::{
+    ClifModule, FuncName, Mode, ReadOptions, SimilarOptions, merge_module_with, read_module_text,
+};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{ArgumentPurpose, Signature, types};
 use cranelift_codegen::isa::CallConv;
 use cranelift_reader::RunCommand;
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -259,4 +262,127 @@ pub fn skipped(name: &str, why: &str) -> (Vec<String>, bool) {
         eprintln!("skipped {name}: {why}");
     }
     (Vec::new(), false)
+}
+
+/// The result of checking one file: the differences, and whether it ran at all.
+pub type Checked = (Vec<String>, bool);
+
+/// A run-test file ready to be merged and compared: its module, the ISA flags its `target`
+/// lines ask for, its driver compiled in a folder of its own, and what the unmerged program
+/// prints.
+pub struct Unmerged {
+    pub name: String,
+    pub arch: Arch,
+    pub build: Build,
+    pub module: ClifModule,
+    pub flags: Vec<String>,
+    pub dir: tempfile::TempDir,
+    pub driver: PathBuf,
+    pub expected: String,
+}
+
+/// `text` (the file at `path`, perhaps changed) read, its driver compiled and its unmerged
+/// object linked and run; `Err` with what to return when the file does not run on `arch`.
+pub fn unmerged(arch: Arch, build: Build, path: &Path, text: &str) -> Result<Unmerged, Checked> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let flags = isa_flags(text, arch).ok_or((Vec::new(), false))?;
+    let Ok(Some(file)) = RunFile::read(name.clone(), text.to_string()) else {
+        return Err((Vec::new(), false));
+    };
+    let source = driver(&file).ok_or((Vec::new(), false))?;
+    let module = read_module_text(path, text, ReadOptions::default())
+        .map_err(|e| skipped(&name, &e.to_string()))?;
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("driver.c");
+    std::fs::write(&c, source).unwrap();
+    let driver = dir.path().join("driver.o");
+    let compiled = Command::new(arch.cc)
+        .args(["-O1", "-c"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&driver)
+        .status()
+        .unwrap();
+    assert!(compiled.success(), "{name}: the driver does not compile");
+    let expected = object((arch, build), &module, Mode::Safe, &flags, false)
+        .and_then(|unmerged| run(arch, dir.path(), "unmerged", &driver, &unmerged))
+        .map_err(|e| skipped(&name, &e))?;
+    Ok(Unmerged {
+        name,
+        arch,
+        build,
+        module,
+        flags,
+        dir,
+        driver,
+        expected,
+    })
+}
+
+impl Unmerged {
+    /// The module merged in `mode` (with `similar`), written with folding, linked and run: a
+    /// line for `differences` when it prints otherwise than the unmerged program.
+    pub fn compare_merged(
+        &self,
+        tag: &str,
+        mode: Mode,
+        similar: Option<&SimilarOptions>,
+    ) -> Option<String> {
+        let mut merged = self.module.clone();
+        merge_module_with(&mut merged, mode, similar);
+        let got = object((self.arch, self.build), &merged, mode, &self.flags, true)
+            .and_then(|bytes| run(self.arch, self.dir.path(), tag, &self.driver, &bytes));
+        let name = &self.name;
+        match got {
+            Ok(out) if out == self.expected => None,
+            Ok(out) => {
+                let first = (self.expected.lines().zip(out.lines()))
+                    .find(|(a, b)| a != b)
+                    .map(|(a, b)| format!("line {a} unmerged, {b} merged"))
+                    .unwrap_or_else(|| "another number of lines".into());
+                Some(format!("{name} {tag}: {first}"))
+            }
+            Err(e) => Some(format!("{name} {tag}: {e}")),
+        }
+    }
+}
+
+/// `check` on every run-test file (`what` names them in the line said), for `arch` (skipped, said, where its tools are missing
+/// outside CI); `at_least` files must run (else the harness is broken), and no file may
+/// print otherwise merged.
+pub fn every_file(
+    arch: Arch,
+    what: &str,
+    at_least: usize,
+    check: impl Fn(&Path) -> Checked + Sync,
+) {
+    let Some(dir) = runtests_dir() else { return };
+    let tools = std::iter::once(arch.cc).chain(arch.runner.first().copied());
+    for tool in tools {
+        let found = Command::new(tool).arg("--version").output().is_ok();
+        if !found {
+            assert!(std::env::var_os("CI").is_none(), "CI needs {tool}");
+            eprintln!("note: skipping: {tool} is not installed");
+            return;
+        }
+    }
+    let paths = crate::files::clif_files(&dir);
+    let results: Vec<Checked> = paths.par_iter().map(|p| check(p)).collect();
+    let ran = results.iter().filter(|r| r.1).count();
+    let differences: Vec<String> = results.into_iter().flat_map(|r| r.0).collect();
+    eprintln!(
+        "{what} through {} objects: {ran} of {} files ran",
+        arch.name,
+        paths.len()
+    );
+    assert!(
+        ran >= at_least,
+        "only {ran} files ran: the harness is broken"
+    );
+    assert!(
+        differences.is_empty(),
+        "{} differences:\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
 }
