@@ -18,7 +18,9 @@ mod common;
 #[allow(unused_imports)]
 use common::generator as _;
 
-use clif_merge::verify::{Outcome, Trap, VerifyOptions, VerifyReport, run_function, verify_merge};
+use clif_merge::verify::{
+    Observed, Outcome, Trap, VerifyOptions, VerifyReport, run_function, verify_merge,
+};
 use clif_merge::{
     Action, ClifModule, FuncName, MergeReport, Mode, SimilarOptions, SymbolLinkage, emit,
     merge_module, merge_module_with,
@@ -486,7 +488,7 @@ fn merged_generated_modules_behave_the_same_natively() {
             match &run.outcome {
                 Outcome::Returned(values) => {
                     assert!(
-                        matches!(values[..], [DataValue::I64(x)] if x == *expected),
+                        matches!(values[..], [Observed::Value(DataValue::I64(x))] if x == *expected),
                         "case {case}: {name}{args:?}: native {expected}, interpreter {:?}\n{}",
                         values,
                         emit::module_to_clif(&original)

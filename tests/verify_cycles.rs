@@ -6,7 +6,7 @@
 //! when it ends on no fill, until one such run did not end in it (`short_fuel` in
 //! `src/verify/mod.rs`).
 
-use clif_merge::verify::{Outcome, Run, Trap, VerifyOptions, run_function, verify_merge};
+use clif_merge::verify::{Observed, Outcome, Run, Trap, VerifyOptions, run_function, verify_merge};
 use clif_merge::{ClifModule, FuncName, Mode, ReadOptions, merge_module, read_module_text};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::TrapCode;
@@ -66,7 +66,7 @@ block2:
 ";
     let run = run(text, "%count", &[], 50_000);
     assert!(
-        matches!(&run.outcome, Outcome::Returned(v) if v == &[DataValue::I64(0)]),
+        matches!(&run.outcome, Outcome::Returned(v) if v == &[Observed::Value(DataValue::I64(0))]),
         "{}",
         run.outcome
     );

@@ -108,7 +108,9 @@ mod valid;
 
 pub use memory::Fill;
 pub use options::VerifyOptions;
-pub use outcome::{Callee, ImportCall, Mismatch, Outcome, Run, Store, Trap};
+pub use outcome::{
+    Callee, ImportCall, Mismatch, Observed, Outcome, Run, StackAddress, Store, Trap,
+};
 pub use report::VerifyReport;
 
 use crate::module::{ClifModule, FuncName, ModuleFunction};

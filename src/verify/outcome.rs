@@ -4,7 +4,7 @@
 use super::memory::Fill;
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{Signature, TrapCode};
+use cranelift_codegen::ir::{Signature, TrapCode, Type};
 use cranelift_interpreter::step::CraneliftTrap;
 use std::fmt;
 
@@ -47,11 +47,79 @@ impl fmt::Display for Trap {
     }
 }
 
+/// A value as the other side must see it: a stack address is its slot's place, not a number
+/// (the frames of the two sides need not be at the same place), and never equal to a number.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Observed {
+    /// A value that is no address in a live frame's stack slots.
+    Value(DataValue),
+    /// An address in a live frame's stack slot.
+    Stack(StackAddress),
+}
+
+/// Where a stack address points, as both sides of a run agree on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackAddress {
+    /// The address's type (`i64`, or `i32` for 32-bit addresses).
+    pub ty: Type,
+    /// The frame's place among the live frames that have stack slots, from the run's first
+    /// frame, mod 256: a merged side's forwarders (thunks) have none, and a merged body has the
+    /// slots of the body it stands for.
+    pub frame: u8,
+    /// The slot's number in its function.
+    pub slot: u32,
+    /// The offset in the slot.
+    pub offset: u32,
+}
+
+impl StackAddress {
+    /// The number calls not run hash for it (so that what they return does not depend on where
+    /// the frames are): this tag in bits 56 to 63, then the frame (48–55), the slot (32–47) and
+    /// the offset.
+    pub(super) fn hashed(&self) -> u64 {
+        const TAG: u64 = 0x53 << 56;
+        TAG | u64::from(self.frame) << 48 | u64::from(self.slot) << 32 | u64::from(self.offset)
+    }
+}
+
+impl Observed {
+    /// Whether the two are the same: values of one type, bit for bit (floats too, NaN payloads
+    /// included), or the same place in the stack.
+    pub fn same_as(&self, other: &Observed) -> bool {
+        match (self, other) {
+            (Observed::Value(a), Observed::Value(b)) => same_value(a, b),
+            (Observed::Stack(a), Observed::Stack(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// The value, when it is no stack address.
+    pub fn value(&self) -> Option<&DataValue> {
+        match self {
+            Observed::Value(v) => Some(v),
+            Observed::Stack(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Observed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Observed::Value(v) => write_value(f, v),
+            Observed::Stack(a) => write!(
+                f,
+                "{} stack frame {} slot {} + {}",
+                a.ty, a.frame, a.slot, a.offset
+            ),
+        }
+    }
+}
+
 /// How one run ended.
 #[derive(Clone, Debug)]
 pub enum Outcome {
     /// It returned these values.
-    Returned(Vec<DataValue>),
+    Returned(Vec<Observed>),
     /// It trapped.
     Trapped(Trap),
     /// A call to a name this module does not have.
@@ -81,7 +149,7 @@ impl Outcome {
     pub(super) fn same_as(&self, other: &Outcome) -> bool {
         match (self, other) {
             (Outcome::Returned(a), Outcome::Returned(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y))
             }
             (Outcome::Trapped(a), Outcome::Trapped(b)) => a == b,
             (Outcome::Dangling(a), Outcome::Dangling(b)) => a == b,
@@ -95,7 +163,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Returned(values) => {
                 write!(f, "returns ")?;
-                write_values(f, values)
+                write_observed(f, values)
             }
             Outcome::Trapped(trap) => write!(f, "{trap}"),
             Outcome::Dangling(name) => write!(f, "calls {name}, which the module does not have"),
@@ -118,6 +186,17 @@ fn write_values(f: &mut fmt::Formatter<'_>, values: &[DataValue]) -> fmt::Result
     write!(f, ")")
 }
 
+fn write_observed(f: &mut fmt::Formatter<'_>, values: &[Observed]) -> fmt::Result {
+    write!(f, "(")?;
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{v}")?;
+    }
+    write!(f, ")")
+}
+
 /// A value with its type; floats also by their bits (NaN payloads matter).
 fn write_value(f: &mut fmt::Formatter<'_>, v: &DataValue) -> fmt::Result {
     match v {
@@ -135,8 +214,7 @@ pub enum Callee {
     Import(FuncName),
     /// A libcall (or a known symbol), by name.
     LibCall(String),
-    /// A `call_indirect` target that is no function of the module: the address called (a
-    /// stack address as `STACK_TAG | frame << 48 | slot << 32 | offset`, see [`Store`]).
+    /// A `call_indirect` target that is no function of the module: the address called.
     Address(u64),
 }
 
@@ -159,36 +237,31 @@ pub struct ImportCall {
     /// its results, as its extensions, purposes and convention place them, so two calls of one
     /// callee with other signatures are other calls.
     pub signature: Signature,
-    /// Its arguments (stack addresses as (frame, slot, offset), see [`Store`]).
-    pub args: Vec<DataValue>,
+    /// Its arguments.
+    pub args: Vec<Observed>,
     /// How many stores the run made before it: calls and stores are one sequence.
     pub stores_before: usize,
 }
 
-/// A store to memory, as recorded. A stack address, as an address or as the value stored, is
-/// written `STACK_TAG | frame << 48 | slot << 32 | offset` (an i64; `STACK_TAG` is
-/// `0x53 << 56`, `frame` the place of the slot's frame among the live frames that have stack
-/// slots, mod 256): the frames of the two sides need not be at the same place.
+/// A store to memory, as recorded: a stack address, as the address or as the value stored, is
+/// its slot's place ([`Observed::Stack`]).
 #[derive(Clone, Debug)]
 pub struct Store {
     /// Where.
-    pub address: DataValue,
+    pub address: Observed,
     /// What.
-    pub value: DataValue,
+    pub value: Observed,
 }
 
 impl Store {
     fn same_as(&self, other: &Store) -> bool {
-        same_value(&self.address, &other.address) && same_value(&self.value, &other.value)
+        self.address.same_as(&other.address) && self.value.same_as(&other.value)
     }
 }
 
 impl fmt::Display for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[")?;
-        write_value(f, &self.address)?;
-        write!(f, "] = ")?;
-        write_value(f, &self.value)
+        write!(f, "[{}] = {}", self.address, self.value)
     }
 }
 
@@ -238,7 +311,7 @@ fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
                 && x.stores_before == y.stores_before
                 && x.signature == y.signature
                 && x.args.len() == y.args.len()
-                && x.args.iter().zip(&y.args).all(|(p, q)| same_value(p, q))
+                && x.args.iter().zip(&y.args).all(|(p, q)| p.same_as(q))
         })
 }
 
@@ -329,7 +402,7 @@ fn describe_imports(calls: &[ImportCall]) -> String {
                     write!(f, ", ")?;
                 }
                 write!(f, "{}", c.callee)?;
-                write_values(f, &c.args)?;
+                write_observed(f, &c.args)?;
                 write!(f, " as {}", c.signature)?;
             }
             write!(f, "]")

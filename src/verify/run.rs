@@ -6,7 +6,7 @@ use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::memory::Fill;
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
-use super::outcome::{Callee, ImportCall, Outcome, Run, Trap};
+use super::outcome::{Callee, ImportCall, Observed, Outcome, Run, Trap};
 use super::state::cycle::CycleWatch;
 use super::state::{Machine, raw_of};
 use crate::module::FuncName;
@@ -133,7 +133,12 @@ impl<'a> Side<'a> {
             match self.run_inst(pc, options, &mut returns_to, imports) {
                 Ok(inst) => pc = inst,
                 Err(Outcome::Returned(values)) => {
-                    let observed = values.iter().map(|v| self.state.observed(v)).collect();
+                    let observed = (values.iter())
+                        .map(|v| match v {
+                            Observed::Value(v) => self.state.observed(v),
+                            stack => stack.clone(),
+                        })
+                        .collect();
                     return Outcome::Returned(observed);
                 }
                 Err(outcome) => return outcome,
@@ -351,7 +356,7 @@ impl<'a> Side<'a> {
     }
 
     /// `values` as the other side must see them (stack addresses as slot and offset).
-    fn observed(&self, values: Vec<DataValue>) -> Vec<DataValue> {
+    fn observed(&self, values: Vec<DataValue>) -> Vec<Observed> {
         values.iter().map(|v| self.state.observed(v)).collect()
     }
 
@@ -403,7 +408,10 @@ impl<'a> Side<'a> {
     ) -> Result<Inst, Outcome> {
         self.state.pop_frame();
         let Some(call) = returns_to.pop() else {
-            return Err(Outcome::Returned(values));
+            // Observed by `execute`, which ends the run.
+            return Err(Outcome::Returned(
+                values.into_iter().map(Observed::Value).collect(),
+            ));
         };
         let caller = self.state.current_frame().function();
         self.state
@@ -456,13 +464,18 @@ fn call_site_signature<'f>(func: &'f Function, pc: Inst, callee: &'f Function) -
 fn opaque_call(
     callee: Callee,
     sig: &Signature,
-    args: Vec<DataValue>,
+    args: Vec<Observed>,
     stores_before: usize,
     calls: &mut Vec<ImportCall>,
 ) -> Result<Vec<DataValue>, Outcome> {
     let mut h = fnv(callee.to_string().as_bytes());
     h = mix(h ^ fnv(sig.to_string().as_bytes()));
     for a in &args {
+        // A stack address is hashed as the i64 of its place, whatever its type.
+        let a = match a {
+            Observed::Value(v) => v,
+            Observed::Stack(at) => &DataValue::I64(at.hashed() as i64),
+        };
         h = mix(h ^ u64::from(a.ty().bits()) ^ (u64::from(a.ty().is_float()) << 32));
         let mut bytes = [0u8; 16];
         let n = a.ty().bytes() as usize;

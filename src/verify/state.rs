@@ -7,7 +7,7 @@ pub(super) mod cycle;
 
 use super::memory::{Fill, Memory};
 use super::names::Names;
-use super::outcome::Store;
+use super::outcome::{Observed, StackAddress, Store};
 use super::symbol_pages::{SYMBOLS, SymbolPages, symbol_text};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
@@ -46,14 +46,6 @@ const SPARE_FRAMES: usize = 4;
 /// hundreds of calls deep (a run that ends too deep, on real code) allocated and faulted in
 /// every frame anew on every run, a seventh of the time of `--verify` on dprint.
 const SPARE_BYTES: u64 = 16 << 20;
-/// A stack address as it is compared and reported: this tag (bits 56 to 63), the frame's place
-/// among the live frames that have stack slots (bits 48 to 55, from the run's first frame, mod
-/// 256), the slot's number (bits 32 to 47) and the offset in the slot (bits 0 to 31). The
-/// frame's place counts only frames with slots: a merged side's forwarders (thunks) have none,
-/// and a merged body has the slots of the body it stands for. Without it a store into the
-/// caller's slot 0 and one into the callee's slot 0 were one store.
-pub(super) const STACK_TAG: u64 = 0x5300_0000_0000_0000;
-
 /// Where each stack slot of a function is in its frame, and the frame's size.
 struct SlotLayout {
     offsets: Vec<u64>,
@@ -249,21 +241,25 @@ impl<'a> Machine<'a> {
             .or_insert_with(|| SlotLayout::of(func))
     }
 
-    /// `v` as the other side must see it: a stack address of a live frame becomes
-    /// [`STACK_TAG`] with its slot and offset (the frames of the two sides need not be at the
-    /// same place); anything else is itself.
-    pub(super) fn observed(&self, v: &DataValue) -> DataValue {
+    /// `v` as the other side must see it: a stack address of a live frame becomes its slot's
+    /// place (the frame's place among the live frames that have stack slots, mod 256: a merged
+    /// side's forwarders have none, and a merged body has its original's; without it a store
+    /// into the caller's slot 0 and one into the callee's slot 0 were one store), which no
+    /// number equals; anything else is itself.
+    pub(super) fn observed(&self, v: &DataValue) -> Observed {
         let raw = match v {
             DataValue::I64(x) => *x as u64,
             DataValue::I32(x) => u64::from(*x as u32),
-            _ => return v.clone(),
+            _ => return Observed::Value(v.clone()),
         };
         match self.stack_position(raw).and_then(|pos| self.slot_at(pos)) {
-            Some((frame, slot, offset)) => {
-                let place = u64::from(self.slotted_frames[frame] & 0xff);
-                DataValue::I64((STACK_TAG | place << 48 | slot << 32 | offset) as i64)
-            }
-            None => v.clone(),
+            Some((frame, slot, offset)) => Observed::Stack(StackAddress {
+                ty: v.ty(),
+                frame: self.slotted_frames[frame] as u8,
+                slot: slot as u32,
+                offset: offset as u32,
+            }),
+            None => Observed::Value(v.clone()),
         }
     }
 
