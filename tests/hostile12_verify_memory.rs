@@ -201,3 +201,18 @@ fn a_stack_address_differs_from_another_number() {
     );
     assert!(reported, "{summary}");
 }
+
+/// A stack address keeps its type: `%g` stores the 32-bit address of its slot (4 bytes), `%f`
+/// the 64-bit one (8 bytes). Both were the same 64-bit number while stack addresses were
+/// numbers (a 32-bit one was widened), so the planted merge (`%g` given `%f`'s body) passed;
+/// natively it writes four bytes more.
+#[test]
+fn a_32_bit_stack_address_stored_differs_from_a_64_bit_one() {
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &stores("    v1 = stack_addr.i64 ss0"),
+        &stores("    v1 = stack_addr.i32 ss0"),
+        "",
+    );
+    assert!(reported, "{summary}");
+}
