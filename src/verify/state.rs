@@ -8,7 +8,7 @@ pub(super) mod cycle;
 use super::memory::{Fill, Memory};
 use super::names::Names;
 use super::outcome::{Observed, StackAddress, Store};
-use super::symbol_pages::{SYMBOLS, SymbolPages, symbol_text};
+use super::symbol_pages::{SYMBOLS, SYMBOLS_SPAN, SymbolPages, symbol_text};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{
@@ -46,6 +46,17 @@ const SPARE_FRAMES: usize = 4;
 /// hundreds of calls deep (a run that ends too deep, on real code) allocated and faulted in
 /// every frame anew on every run, a seventh of the time of `--verify` on dprint.
 const SPARE_BYTES: u64 = 16 << 20;
+/// A function's address is its slot's number shifted by this many bits (16 MiB apart for 64-bit
+/// addresses, 4 KiB for 32-bit ones, which have 29 bits for it), so that an address into a
+/// function's code, as `symbol %a+1` makes it, is no other function's address: with slots one
+/// apart it was the next name's (hostile13).
+fn function_stride_bits(size: AddressSize) -> u32 {
+    match size {
+        AddressSize::_64 => 24,
+        AddressSize::_32 => 12,
+    }
+}
+
 /// Where each stack slot of a function is in its frame, and the frame's size.
 struct SlotLayout {
     offsets: Vec<u64>,
@@ -298,7 +309,7 @@ impl<'a> Machine<'a> {
             Some(end) => {
                 end <= MAPPED
                     || (raw >= WRAPPED - MAPPED && end <= WRAPPED + MAPPED)
-                    || raw.wrapping_sub(SYMBOLS) < 1 << 44
+                    || raw.wrapping_sub(SYMBOLS) < SYMBOLS_SPAN
             }
         };
         !mapped && flags.trap_code().is_some()
@@ -335,18 +346,42 @@ impl<'a> Machine<'a> {
 
     /// Marks the stack slot `v` points into, when it does, as escaped.
     pub(super) fn escape(&mut self, v: &DataValue) {
-        let raw = match v {
-            DataValue::I64(x) => *x as u64,
-            DataValue::I32(x) => u64::from(*x as u32),
-            _ => return,
-        };
-        let Some(pos) = self.stack_position(raw) else {
+        match v {
+            DataValue::I64(x) => self.escape_address(*x as u64),
+            DataValue::I32(x) => self.escape_address(u64::from(*x as u32)),
+            // A pointer may travel in a lane of a vector (a pointer and a length copied in one
+            // store) or in half of an `i128`: each 64- and 32-bit lane is one.
+            DataValue::I128(_) | DataValue::V128(_) | DataValue::V64(_) => {
+                let mut bytes = [0u8; 16];
+                let n = v.ty().bytes() as usize;
+                v.write_to_slice_le(&mut bytes[..n]);
+                for lane in bytes[..n].chunks_exact(8) {
+                    self.escape_address(u64::from_le_bytes(lane.try_into().unwrap()));
+                }
+                for lane in bytes[..n].chunks_exact(4) {
+                    self.escape_address(u64::from(u32::from_le_bytes(lane.try_into().unwrap())));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Marks the stack slot `raw` points into as escaped, and the one it points just past: a
+    /// pointer one past a slot's end (a `begin, end` pair's end) reaches the slot below it.
+    fn escape_address(&mut self, raw: u64) {
+        let len = self.stack.len() as u64;
+        let Some(pos) = [STACK_64, STACK_32]
+            .into_iter()
+            .find_map(|base| raw.checked_sub(base).filter(|&pos| pos <= len))
+        else {
             return;
         };
-        if let Some((frame, slot, _)) = self.slot_at(pos)
-            && !self.escaped.contains(&(frame, slot))
-        {
-            self.escaped.push((frame, slot));
+        for at in [Some(pos).filter(|&p| p < len), pos.checked_sub(1)] {
+            if let Some((frame, slot, _)) = at.and_then(|p| self.slot_at(p))
+                && !self.escaped.contains(&(frame, slot))
+            {
+                self.escaped.push((frame, slot));
+            }
         }
     }
 
@@ -573,7 +608,8 @@ impl<'a> State<'a> for Machine<'a> {
                 // The run saw this name's address, which a merge may have made another's.
                 set_bit(&self.resolved_names, *index as usize);
                 let slot = self.slot_of[*index as usize];
-                (AddressFunctionEntry::UserFunction, u64::from(slot))
+                let bits = function_stride_bits(size);
+                (AddressFunctionEntry::UserFunction, u64::from(slot) << bits)
             }
         };
         Address::from_parts(size, AddressRegion::Function, entry as u64, index)
@@ -582,7 +618,12 @@ impl<'a> State<'a> for Machine<'a> {
         if address.region == AddressRegion::Function
             && address.entry == AddressFunctionEntry::UserFunction as u64
         {
-            let slot = usize::try_from(address.offset).ok()?;
+            // An address into a function's code (`symbol %a+1`) is no function's.
+            let bits = function_stride_bits(address.size);
+            if address.offset & ((1 << bits) - 1) != 0 {
+                return None;
+            }
+            let slot = usize::try_from(address.offset >> bits).ok()?;
             if slot < self.slot_fn.len() {
                 set_bit(&self.resolved_slots, slot);
             }

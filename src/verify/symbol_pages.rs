@@ -1,19 +1,27 @@
-//! Where the data symbols of a check are: a page each, chosen by a hash of the symbol's name,
-//! the same on both sides. Two names whose hashes agree get two pages: the later name (in the
-//! order of the names) takes the next free page. With the hash alone, two data objects whose
-//! names' hashes agree in the 32 bits a page number keeps were one object, and a merge that
-//! loads the other one was reported ok (about once in a hundred modules of 10,000 symbols).
+//! Where the data symbols of a check are: each name both modules name has a region of its own,
+//! the same on both sides, as wide as their number allows (4 GiB for up to 4,096 names, 1 GiB for
+//! 16,384), in the order of the names. An offset from a symbol (a page past it, an `iadd_imm`
+//! chain) stays in its region, as it stays in its object or at least away from another's: with
+//! a page of 4 KiB each, chosen by a hash of the name, a symbol plus 4,096 was the next symbol
+//! whenever their pages were adjacent (hostile13), and two names whose hashes agreed were one
+//! object (hostile12).
 
 use super::inputs::fnv;
 use crate::module::ClifModule;
 use cranelift_codegen::ir::{ExternalName, Function, GlobalValueData};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 
 /// Where symbols are (64-bit addresses).
 pub(super) const SYMBOLS: u64 = 0x0000_5000_0000_0000;
-/// The bits of a symbol's page number (pages of 4 KiB from [`SYMBOLS`]).
-const PAGE_BITS: u32 = 32;
+/// The regions of the names both modules name share the first `1 << SPACE_BITS` bytes from
+/// [`SYMBOLS`]; a name neither names (none does today) has a page chosen by its hash in the
+/// next as many.
+const SPACE_BITS: u32 = 44;
+/// The bytes from [`SYMBOLS`] that symbols may be at (memory there is mapped).
+pub(super) const SYMBOLS_SPAN: u64 = 2 << SPACE_BITS;
+/// The widest region: 4 GiB.
+const MAX_REGION_BITS: u32 = 32;
 
 /// The address of each data symbol both modules name, by its text (as CLIF writes the name;
 /// `tls ` before a thread-local one).
@@ -23,7 +31,7 @@ pub(super) struct SymbolPages {
 }
 
 impl SymbolPages {
-    /// The pages of every symbol a global value of a function of `modules` names.
+    /// The regions of every symbol a global value of a function of `modules` names.
     pub(super) fn of(modules: &[&ClifModule]) -> SymbolPages {
         let mut texts = BTreeSet::new();
         for module in modules {
@@ -31,23 +39,21 @@ impl SymbolPages {
                 texts.extend(symbol_texts(&mf.func));
             }
         }
-        let mut taken = FxHashSet::default();
-        let address = (texts.into_iter())
-            .map(|text| {
-                let mut page = hashed_page(&text);
-                while !taken.insert(page) {
-                    page = (page + 1) & ((1 << PAGE_BITS) - 1);
-                }
-                (text, SYMBOLS | page << 12)
-            })
+        let index_bits = u64::BITS - (texts.len() as u64).leading_zeros();
+        let region_bits = (SPACE_BITS - index_bits).min(MAX_REGION_BITS);
+        let address = (texts.into_iter().enumerate())
+            .map(|(i, text)| (text, SYMBOLS + ((i as u64) << region_bits)))
             .collect();
         SymbolPages { address }
     }
 
-    /// The address of the data symbol `text`: its page, or for a name neither module names
-    /// (a record defined for the check) the page its hash gives.
+    /// The address of the data symbol `text`: its region's start, or for a name neither module
+    /// names the page its hash gives, past every region.
     pub(super) fn address(&self, text: &str) -> u64 {
-        (self.address.get(text).copied()).unwrap_or_else(|| SYMBOLS | hashed_page(text) << 12)
+        let hashed = || {
+            SYMBOLS + (1 << SPACE_BITS) + ((fnv(text.as_bytes()) << 12) & ((1 << SPACE_BITS) - 1))
+        };
+        self.address.get(text).copied().unwrap_or_else(hashed)
     }
 }
 
@@ -67,17 +73,14 @@ fn symbol_texts(func: &Function) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-fn hashed_page(text: &str) -> u64 {
-    fnv(text.as_bytes()) & ((1 << PAGE_BITS) - 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::read::{ReadOptions, read_module_text};
     use std::path::Path;
 
-    /// `%d337081` and `%d523190`: their hashes agree in the page number's 32 bits.
+    /// `%d337081` and `%d523190`: their hashes agree in 32 bits (a page number's, when a
+    /// symbol's page was its hash).
     const AGREEING: [&str; 2] = ["%d337081", "%d523190"];
 
     fn loads(name: &str, symbol: &str) -> String {
@@ -88,8 +91,9 @@ mod tests {
     }
 
     #[test]
-    fn symbols_whose_hashes_agree_get_pages_of_their_own_in_any_order() {
-        assert_eq!(hashed_page(AGREEING[0]), hashed_page(AGREEING[1]));
+    fn symbols_whose_hashes_agree_get_regions_of_their_own_in_any_order() {
+        let page = |name: &str| fnv(name.as_bytes()) & 0xffff_ffff;
+        assert_eq!(page(AGREEING[0]), page(AGREEING[1]));
         let mut seen = Vec::new();
         for (first, second) in [(0, 1), (1, 0)] {
             let text = loads("f", AGREEING[first]) + &loads("g", AGREEING[second]);
@@ -103,5 +107,17 @@ mod tests {
             seen[0], seen[1],
             "the pages do not depend on the order of functions"
         );
+    }
+
+    #[test]
+    fn an_offset_under_4_gib_from_a_symbol_reaches_no_other() {
+        let text = ["%a", "%b", "%c"]
+            .map(|n| loads(&n[1..].to_uppercase(), n))
+            .concat();
+        let module = read_module_text(Path::new("t.clif"), &text, ReadOptions::default());
+        let pages = SymbolPages::of(&[&module.unwrap()]);
+        let mut at = ["%a", "%b", "%c"].map(|name| pages.address(name));
+        at.sort();
+        assert!(at.windows(2).all(|w| w[1] - w[0] >= 1 << 32), "{at:x?}");
     }
 }
