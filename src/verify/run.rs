@@ -2,6 +2,8 @@
 //! followed here so that every run ends.
 
 mod fast;
+#[cfg(test)]
+mod fast_tests;
 
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};

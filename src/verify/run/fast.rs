@@ -32,7 +32,17 @@ pub(super) fn run(frame: &mut Frame, func: &Function, inst: Inst) -> Option<Next
             let value = DataValue::from_integer(i128::from(imm.bits()), ty).ok()?;
             assign(frame, func, inst, value)
         }
-        InstructionData::Binary { opcode, args } => {
+        InstructionData::Binary { opcode, args }
+            if matches!(
+                opcode,
+                Opcode::Iadd
+                    | Opcode::Isub
+                    | Opcode::Imul
+                    | Opcode::Band
+                    | Opcode::Bor
+                    | Opcode::Bxor
+            ) =>
+        {
             let value = binary(opcode, frame.get(args[0]), frame.get(args[1]))?;
             assign(frame, func, inst, value)
         }
