@@ -1,6 +1,10 @@
 //! One module ready to run, and one run of a function in it: the interpreter's loop, with calls
 //! followed here so that every run ends.
 
+mod fast;
+#[cfg(test)]
+mod fast_tests;
+
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::memory::Fill;
@@ -11,7 +15,9 @@ use super::state::cycle::CycleWatch;
 use super::state::{Machine, raw_of};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{ExternalName, Function, Inst, InstructionData, Opcode, Signature};
+use cranelift_codegen::ir::{
+    Block, ExternalName, Function, Inst, InstructionData, Opcode, Signature,
+};
 use cranelift_interpreter::address::{Address, AddressFunctionEntry, AddressRegion};
 use cranelift_interpreter::instruction::DfgInstructionContext;
 use cranelift_interpreter::state::State;
@@ -181,6 +187,11 @@ impl<'a> Side<'a> {
                 next_inst(pc, func)
             };
         }
+        match fast::run(self.state.current_frame_mut(), func, pc) {
+            Some(fast::Next::Inst) => return next_inst(pc, func),
+            Some(fast::Next::Block(block)) => return first_inst(block, func),
+            None => {}
+        }
         let flow = step(&mut self.state, DfgInstructionContext::new(pc, &func.dfg))
             .map_err(|e| Outcome::Unsupported(error_chain(&e)))?;
         match flow {
@@ -191,9 +202,7 @@ impl<'a> Side<'a> {
             ControlFlow::Continue => next_inst(pc, func),
             ControlFlow::ContinueAt(block, values) => {
                 set_each(&mut self.state, func.dfg.block_params(block), values);
-                func.layout
-                    .first_inst(block)
-                    .ok_or_else(|| Outcome::Unsupported("empty block".into()))
+                first_inst(block, func)
             }
             ControlFlow::Call(callee, values) => {
                 self.call(pc, callee, values.to_vec(), options, returns_to, imports)
@@ -444,6 +453,13 @@ fn next_inst(inst: Inst, func: &Function) -> Result<Inst, Outcome> {
     func.layout
         .next_inst(inst)
         .ok_or_else(|| Outcome::Unsupported("fell off the end of a block".into()))
+}
+
+/// The first instruction of `block`, which a branch entered.
+fn first_inst(block: Block, func: &Function) -> Result<Inst, Outcome> {
+    func.layout
+        .first_inst(block)
+        .ok_or_else(|| Outcome::Unsupported("empty block".into()))
 }
 
 /// The signature the call at `pc` declares (its `FuncRef`'s or its `SigRef`'s), or for a call
