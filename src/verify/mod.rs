@@ -628,8 +628,9 @@ fn run_original<'a>(
         if !run.outcome.is_inconclusive() {
             return (preferred.args.clone(), run, true);
         }
-        side.pin(&[]);
     }
+    // The last run's pins (of this function or an earlier one) hold no more.
+    side.pin(&[]);
     let run = side.run(func, &plain, options, fuel, fill);
     (plain, run, false)
 }
