@@ -21,6 +21,7 @@
 //! parameter is compared with after a few steps of arithmetic, a value another function
 //! computed, reach the other side without random luck.
 
+use super::memory::Pin;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -39,6 +40,8 @@ const DECISIONS_PER_RUN: usize = 256;
 const QUEUED: usize = 64;
 /// How far an argument may be from the operand it became (`v0 - 1`, `v0 + 8`).
 const NEAR: i128 = 8;
+/// Words of memory a tuple pins at most.
+const PINS_PER_TUPLE: usize = 4;
 
 /// One decision a run made, with the operands it was made on.
 struct Decision {
@@ -256,15 +259,92 @@ pub(super) struct Search {
     tried: FxHashSet<Vec<u128>>,
     /// Each tuple with the side it aims at; None for a tuple beside the operand (an ordered
     /// comparison's boundary), run even when another tuple took that side first.
-    queue: VecDeque<(Option<Side>, Vec<DataValue>)>,
+    queue: VecDeque<(Option<Side>, Guided)>,
+    /// The pins of the run being absorbed, kept by the tuples made from it.
+    pins: Vec<Pin>,
+}
+
+/// A guided run: arguments, and words of memory nothing stored to made to read a value.
+#[derive(Clone, Default)]
+pub(super) struct Guided {
+    pub(super) args: Vec<DataValue>,
+    pub(super) pins: Vec<Pin>,
 }
 
 impl Search {
-    /// Takes in a run of the original on `args` and what it recorded: its sides count as
-    /// covered, and tuples aimed at the sides its decisions missed are queued.
-    pub(super) fn absorb(&mut self, args: &[DataValue], trace: &Trace) {
-        self.tried.insert(key(args));
+    /// Takes in a run of the original on `args` with `pins`, what it recorded and the loads
+    /// of unwritten memory it made: its sides count as covered, and tuples aimed at the sides
+    /// its decisions missed are queued, first with arguments steered, then with loaded words.
+    pub(super) fn absorb(
+        &mut self,
+        args: &[DataValue],
+        pins: &[Pin],
+        trace: &Trace,
+        loads: &[Pin],
+    ) {
+        self.pins.clear();
+        self.pins.extend_from_slice(pins);
+        self.tried.insert(key(args, pins));
         self.covered.extend(trace.taken.iter().copied());
+        self.steer_arguments(args, trace);
+        if self.pins.len() < PINS_PER_TUPLE {
+            self.steer_loads(args, trace, loads);
+        }
+    }
+
+    /// Queues, for each loaded word that *is* an operand of a decision with a side not
+    /// covered (in the word's low bits), `args` with that word pinned to the other operand
+    /// (and its neighbours): a tag loaded and compared with a constant (`p->kind == 17`)
+    /// reaches the other side as an argument does. Only exact matches: hashed memory reads
+    /// small numbers, near most operands.
+    fn steer_loads(&mut self, args: &[DataValue], trace: &Trace, loads: &[Pin]) {
+        for d in trace.decisions.iter().filter(|d| !d.table) {
+            for side in 0..d.sides {
+                let aim = (d.func, d.inst, side);
+                if self.covered.contains(&aim) {
+                    continue;
+                }
+                for pair in d.pairs.iter().filter(|p| p.lanes == 1) {
+                    for (from, to) in [(pair.a, pair.b), (pair.b, pair.a)] {
+                        for load in loads {
+                            let w = pair.width.min(u32::from(load.width) * 8);
+                            if self.queue.len() >= QUEUED {
+                                return;
+                            }
+                            if (load.value as u128 ^ from as u128) & mask(w) != 0 {
+                                continue;
+                            }
+                            for nudge in [0, 1, -1] {
+                                let value =
+                                    with_low_bits(load.value as i128, to.wrapping_add(nudge), w)
+                                        as u128
+                                        & mask(u32::from(load.width) * 8);
+                                let pin = Pin {
+                                    value: value as u64,
+                                    ..*load
+                                };
+                                self.queue_pinned(aimed(aim, nudge), args, pin);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues `args` with the pins of the run absorbed and `pin`.
+    fn queue_pinned(&mut self, aim: Option<Side>, args: &[DataValue], pin: Pin) {
+        let mut pins = self.pins.clone();
+        pins.push(pin);
+        if self.queue.len() < QUEUED && self.tried.insert(key(args, &pins)) {
+            let args = args.to_vec();
+            self.queue.push_back((aim, Guided { args, pins }));
+        }
+    }
+
+    /// Queues tuples with an argument steered towards another operand of each decision with a
+    /// side not covered.
+    fn steer_arguments(&mut self, args: &[DataValue], trace: &Trace) {
         for d in &trace.decisions {
             // Nothing more is queued once the queue is full (and it only grows here).
             if self.queue.len() >= QUEUED {
@@ -400,13 +480,14 @@ impl Search {
         };
         let mut tuple = args.to_vec();
         tuple[k] = value;
-        if self.queue.len() < QUEUED && self.tried.insert(key(&tuple)) {
-            self.queue.push_back((aim, tuple));
+        if self.queue.len() < QUEUED && self.tried.insert(key(&tuple, &self.pins)) {
+            let pins = self.pins.clone();
+            self.queue.push_back((aim, Guided { args: tuple, pins }));
         }
     }
 
     /// The next queued tuple whose side is still not covered.
-    pub(super) fn next(&mut self) -> Option<Vec<DataValue>> {
+    pub(super) fn next(&mut self) -> Option<Guided> {
         while let Some((aim, tuple)) = self.queue.pop_front() {
             if aim.is_none_or(|aim| !self.covered.contains(&aim)) {
                 return Some(tuple);
@@ -473,8 +554,11 @@ fn shifted(arg: &DataValue, from: i128, to: i128, width: u32) -> Vec<(i128, Opti
     found
 }
 
-/// A tuple's bits, to tell tuples tried apart.
-fn key(args: &[DataValue]) -> Vec<u128> {
+/// A tuple's bits and its pins, to tell tuples tried apart.
+fn key(args: &[DataValue], pins: &[Pin]) -> Vec<u128> {
+    let pinned = pins.iter().map(|p| {
+        u128::from(p.address) | u128::from(p.value) << 64 ^ u128::from(p.width) << 120 ^ 1 << 126
+    });
     args.iter()
         .map(|a| {
             let mut bytes = [0u8; 16];
@@ -484,6 +568,7 @@ fn key(args: &[DataValue]) -> Vec<u128> {
                 ^ u128::from(a.ty().bits()) << 120
                 ^ u128::from(a.ty().is_float()) << 127
         })
+        .chain(pinned)
         .collect()
 }
 

@@ -7,7 +7,37 @@
 
 use super::inputs::{mix, small_mostly};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::fmt;
+
+/// Loads of unwritten memory one run records at most (for [`Memory::loads`]).
+const LOADS_LOGGED: usize = 64;
+
+/// A word of memory nothing stored to made to read `value` (its low `width` bytes, little
+/// endian) at `address`, before any call not run: a guided run steers a loaded value towards
+/// what it is compared with (`guide.rs`), the same on both sides of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pin {
+    pub address: u64,
+    pub value: u64,
+    /// In bytes: 1, 2, 4 or 8.
+    pub width: u8,
+}
+
+impl Pin {
+    /// The byte at `at`, if the pin covers it.
+    fn byte_at(&self, at: u64) -> Option<u8> {
+        let i = at.wrapping_sub(self.address);
+        (i < u64::from(self.width)).then(|| self.value.to_le_bytes()[i as usize])
+    }
+}
+
+impl fmt::Display for Pin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits = u32::from(self.width) * 8;
+        write!(f, "i{bits} 0x{:x} at 0x{:x}", self.value, self.address)
+    }
+}
 
 /// What the bytes nothing stored to read as in one run, the same on both sides of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,11 +83,19 @@ pub(super) struct Memory {
     /// Read-only data the module defines (a similar group's records): read where nothing was
     /// stored, kept across runs and calls.
     data: FxHashMap<u64, Word>,
+    /// Words that read as pinned until the first call not run (see [`Pin`]).
+    pins: Vec<Pin>,
+    /// Whether no call not run happened yet in this run: the pins hold and loads are logged.
+    fresh: bool,
+    /// The loads of unwritten memory before any call not run, when logged (the original side
+    /// of a guided search).
+    loads: Option<RefCell<Vec<Pin>>>,
 }
 
 /// What a run's memory holds at one point (see [`Memory::image`]).
 pub(super) struct MemoryImage {
     fill: Fill,
+    fresh: bool,
     words: FxHashMap<u64, Word>,
 }
 
@@ -67,13 +105,42 @@ impl Memory {
     pub(super) fn image(&self) -> MemoryImage {
         MemoryImage {
             fill: self.fill,
+            fresh: self.fresh,
             words: self.words.clone(),
         }
     }
 
     /// Whether every byte reads as it did when `image` was taken.
     pub(super) fn is(&self, image: &MemoryImage) -> bool {
-        self.fill == image.fill && self.words == image.words
+        self.fill == image.fill && self.fresh == image.fresh && self.words == image.words
+    }
+
+    /// Makes the words of `pins` read as pinned in every run from now on (none: as the fill
+    /// makes them).
+    pub(super) fn pin(&mut self, pins: &[Pin]) {
+        self.pins.clear();
+        self.pins.extend_from_slice(pins);
+    }
+
+    /// Logs the loads of unwritten memory of each run from now on (see [`Memory::loads`]).
+    pub(super) fn log_loads(&mut self) {
+        self.loads = Some(RefCell::default());
+    }
+
+    /// Forgets the loads logged.
+    pub(super) fn clear_loads(&mut self) {
+        if let Some(loads) = &mut self.loads {
+            loads.get_mut().clear();
+        }
+    }
+
+    /// The loads of 1, 2, 4 or 8 bytes nothing stored to (nor pinned) the run made before any
+    /// call not run, each with the value it read (the first of each address and width), at
+    /// most [`LOADS_LOGGED`].
+    pub(super) fn loads(&self) -> Vec<Pin> {
+        self.loads
+            .as_ref()
+            .map_or_else(Vec::new, |loads| loads.borrow().clone())
     }
 
     /// Bytes the stored words take, about.
@@ -84,6 +151,7 @@ impl Memory {
     /// Forgets every store; unwritten bytes read as `fill` makes them from now on.
     pub(super) fn reset(&mut self, fill: Fill) {
         self.fill = fill;
+        self.fresh = true;
         self.words.clear();
     }
 
@@ -94,6 +162,7 @@ impl Memory {
         if let Fill::Hashed(seed) = &mut self.fill {
             *seed = mix(*seed ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
+        self.fresh = false;
         self.words.clear();
     }
 
@@ -108,15 +177,54 @@ impl Memory {
 
     /// The bytes at `address..address + dst.len()` (addresses wrap).
     pub(super) fn read(&self, address: u64, dst: &mut [u8]) {
+        let mut unwritten = true;
         for (i, byte) in dst.iter_mut().enumerate() {
             let at = address.wrapping_add(i as u64);
             let (word, lane) = (at & !7, (at & 7) as usize);
             let stored = |w: Option<&Word>| w.filter(|w| w.stored & (1 << lane) != 0).copied();
+            let pinned = || match self.fresh && !self.pins.is_empty() {
+                true => self.pins.iter().find_map(|p| p.byte_at(at)),
+                false => None,
+            };
             *byte = match stored(self.words.get(&word)).or_else(|| stored(self.data.get(&word))) {
-                Some(w) => w.bytes[lane],
-                None => self.unwritten(word).to_le_bytes()[lane],
+                Some(w) => {
+                    unwritten = false;
+                    w.bytes[lane]
+                }
+                None => pinned()
+                    .inspect(|_| unwritten = false)
+                    .unwrap_or_else(|| self.unwritten(word).to_le_bytes()[lane]),
             };
         }
+        if unwritten && self.fresh && self.loads.is_some() {
+            self.log_load(address, dst);
+        }
+    }
+
+    /// Logs a load of unwritten `bytes` at `address`, if loads are logged and it is a word.
+    fn log_load(&self, address: u64, bytes: &[u8]) {
+        let Some(loads) = &self.loads else {
+            return;
+        };
+        if !matches!(bytes.len(), 1 | 2 | 4 | 8) {
+            return;
+        }
+        let mut loads = loads.borrow_mut();
+        let width = bytes.len() as u8;
+        if loads.len() >= LOADS_LOGGED
+            || loads
+                .iter()
+                .any(|l| l.address == address && l.width == width)
+        {
+            return;
+        }
+        let mut value = [0u8; 8];
+        value[..bytes.len()].copy_from_slice(bytes);
+        loads.push(Pin {
+            address,
+            value: u64::from_le_bytes(value),
+            width,
+        });
     }
 
     /// Stores `src` at `address` (addresses wrap).

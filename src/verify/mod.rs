@@ -106,7 +106,7 @@ mod symbol_pages;
 mod symbols;
 mod valid;
 
-pub use memory::Fill;
+pub use memory::{Fill, Pin};
 pub use options::VerifyOptions;
 pub use outcome::{
     Callee, ImportCall, Mismatch, Observed, Outcome, Run, StackAddress, Store, Trap,
@@ -194,6 +194,7 @@ pub fn verify_merge(
         ];
         // The original side records its decisions, for the guided arguments.
         sides[0].trace = Some(guide::Trace::default());
+        sides[0].log_loads();
         for record in &records {
             sides[1].define_data(&record.name, &record.bytes(true));
         }
@@ -375,6 +376,7 @@ fn no_counterpart(
         ran_as,
         args: Vec::new(),
         memory: Fill::default(),
+        pinned: Vec::new(),
         original: Run::not_run(Outcome::NotRunnable("not run".into())),
         merged: Run::not_run(Outcome::NotRunnable(problem)),
     }
@@ -431,7 +433,10 @@ fn check_function<'a>(
             && guided_lost < MAX_GUIDED_LOST)
             .then(|| search.next())
             .flatten()
-            .map(aligned);
+            .map(|g| guide::Guided {
+                args: aligned(g.args),
+                pins: g.pins,
+            });
         let is_guided = guided.is_some();
         let fuel = short_fuel(options.fuel, longest);
         // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
@@ -439,22 +444,35 @@ fn check_function<'a>(
         // run takes first: where every run that ended took more than the share, the guided
         // side past the same loop was never reached (hostile12).
         let whole = if whole_fuel_spent { fuel } else { options.fuel };
+        let unpinned = |args| guide::Guided {
+            args,
+            pins: Vec::new(),
+        };
         let (preferred, plain, attempt_fuel) = match (reaching, guided) {
-            (Some(tuple), _) => (tuple.clone(), tuple, fuel),
+            (Some(tuple), _) => (unpinned(tuple.clone()), tuple, fuel),
             (None, Some(tuple)) => {
                 let share = (options.fuel / GUIDED_FUEL_SHARE).max(fuel);
                 (tuple, plain, share.min(whole))
             }
-            (None, None) => (steered, plain, fuel),
+            (None, None) => (unpinned(steered), plain, fuel),
         };
         let (args, a, took_preferred) = run_original(
             &mut sides[0],
             func,
-            (preferred, plain),
+            (&preferred, plain),
             (attempt_fuel, fuel),
             options,
             first_fill,
         );
+        // The pins of the tuple taken hold on both sides of every run on these arguments.
+        let pins = if took_preferred {
+            preferred.pins
+        } else {
+            Vec::new()
+        };
+        for side in sides.iter_mut() {
+            side.pin(&pins);
+        }
         if is_guided && !took_preferred {
             guided_lost += 1;
         }
@@ -484,7 +502,7 @@ fn check_function<'a>(
             false => (a, first_fill),
         };
         if let Some(trace) = &sides[0].trace {
-            search.absorb(&args, trace);
+            search.absorb(&args, &pins, trace, &sides[0].loads());
         }
         if !borrowed {
             reached.record(&args, fill, matches!(a.outcome, Outcome::Returned(_)));
@@ -524,10 +542,14 @@ fn check_function<'a>(
                 ran_as: ran_as.clone(),
                 args,
                 memory: fill,
+                pinned: pins,
                 original: a,
                 merged: b,
             });
         }
+    }
+    for side in sides.iter_mut() {
+        side.pin(&[]);
     }
     let runs = out.runs - runs_before;
     let incomplete = out.inconclusive + out.unsupported - incomplete_before;
@@ -592,17 +614,25 @@ const MAX_GUIDED_LOST: usize = 2;
 fn run_original<'a>(
     side: &mut Side<'a>,
     func: &'a Function,
-    (preferred, plain): (Vec<DataValue>, Vec<DataValue>),
+    (preferred, plain): (&guide::Guided, Vec<DataValue>),
     (attempt_fuel, fuel): (u64, u64),
     options: &VerifyOptions,
     fill: Fill,
 ) -> (Vec<DataValue>, Run, bool) {
-    if preferred.iter().zip(&plain).any(|(s, p)| !s.bitwise_eq(p)) {
-        let run = side.run(func, &preferred, options, attempt_fuel, fill);
+    let differs = preferred
+        .args
+        .iter()
+        .zip(&plain)
+        .any(|(s, p)| !s.bitwise_eq(p));
+    if differs || !preferred.pins.is_empty() {
+        side.pin(&preferred.pins);
+        let run = side.run(func, &preferred.args, options, attempt_fuel, fill);
         if !run.outcome.is_inconclusive() {
-            return (preferred, run, true);
+            return (preferred.args.clone(), run, true);
         }
     }
+    // The last run's pins (of this function or an earlier one) hold no more.
+    side.pin(&[]);
     let run = side.run(func, &plain, options, fuel, fill);
     (plain, run, false)
 }

@@ -1,7 +1,7 @@
 //! How a run ends, the calls it made to functions that are not run and the stores it made, and
 //! a difference between the two sides, with the text they are reported in.
 
-use super::memory::Fill;
+use super::memory::{Fill, Pin};
 use crate::module::FuncName;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Signature, TrapCode, Type};
@@ -327,6 +327,8 @@ pub struct Mismatch {
     pub args: Vec<DataValue>,
     /// What memory nothing stored to read as in both runs.
     pub memory: Fill,
+    /// Words of memory nothing stored to that read as pinned in both runs (a guided run).
+    pub pinned: Vec<Pin>,
     /// The run in the original module.
     pub original: Run,
     /// The run in the merged module.
@@ -342,6 +344,7 @@ impl Mismatch {
             ran_as: None,
             args: Vec::new(),
             memory: Fill::default(),
+            pinned: Vec::new(),
             original: not_run("not run".into()),
             merged: not_run(why),
         }
@@ -360,6 +363,9 @@ impl fmt::Display for Mismatch {
         write_values(f, &self.args)?;
         if let Fill::Byte(_) = self.memory {
             write!(f, " (memory nothing stored to reads {})", self.memory)?;
+        }
+        for pin in &self.pinned {
+            write!(f, " (memory reads {pin})")?;
         }
         write!(
             f,

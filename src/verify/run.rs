@@ -7,7 +7,7 @@ mod fast_tests;
 
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
-use super::memory::Fill;
+use super::memory::{Fill, Pin};
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Observed, Outcome, Run, Trap};
@@ -71,6 +71,21 @@ impl<'a> Side<'a> {
         self.state.resolved_only(&unchanged.names, &unchanged.slots)
     }
 
+    /// Makes the words of `pins` read as pinned in every run from now on (see [`Pin`]).
+    pub(super) fn pin(&mut self, pins: &[Pin]) {
+        self.state.memory.pin(pins);
+    }
+
+    /// Logs the loads of unwritten memory of each run (for the guided search).
+    pub(super) fn log_loads(&mut self) {
+        self.state.memory.log_loads();
+    }
+
+    /// The loads of unwritten memory the last run logged (see `Memory::loads`).
+    pub(super) fn loads(&self) -> Vec<Pin> {
+        self.state.memory.loads()
+    }
+
     /// Runs `entry` on `args` for at most `fuel` instructions, memory nothing stored to read as
     /// `fill` makes it; a panic inside the interpreter is an unsupported run.
     pub(super) fn run(
@@ -86,6 +101,7 @@ impl<'a> Side<'a> {
         self.at = None;
         if let Some(trace) = &mut self.trace {
             trace.clear();
+            self.state.memory.clear_loads();
         }
         self.steps = 0;
         let result = crate::guard::catch(|| self.execute(entry, args, options, fuel, &mut imports));
