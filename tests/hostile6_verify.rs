@@ -12,14 +12,19 @@ use clif_merge::{ClifModule, Mode, merge_module};
 use wrong_merges::{in_order, merged, planted, read};
 
 /// `%probe(p)` is 1 when the word at `p` is the magic number, else 0; the wrong one compares
-/// with the magic number plus one. Random pointers read pseudo-random words, so runs of
+/// with the magic number plus one. The word is scrambled (times an odd constant, as a hash
+/// table's probe does) before it is compared: random pointers read pseudo-random words, and
+/// the guided search steers a loaded word only where it is compared as it is, so runs of
 /// `%probe` alone never tell the two apart.
 fn probe(magic: u32) -> String {
+    let scrambled = magic.wrapping_mul(SCRAMBLE);
     format!(
         "function %probe(i64) -> i32 {{
 block0(v0: i64):
-    v1 = load.i32 notrap aligned v0
-    v2 = iconst.i32 {magic:#x}
+    v7 = load.i32 notrap aligned v0
+    v8 = iconst.i32 {SCRAMBLE:#x}
+    v1 = imul v7, v8
+    v2 = iconst.i32 {scrambled:#x}
     v3 = iconst.i32 0
     v6 = iadd v2, v3
     v4 = icmp eq v1, v6
@@ -31,6 +36,8 @@ block0(v0: i64):
 }
 
 const MAGIC: u32 = 0x1357_2468;
+/// What `%probe` multiplies the word by before comparing it (odd: one word for each product).
+const SCRAMBLE: u32 = 0x9e37_79b1;
 
 /// `%caller()` writes the magic number to a stack slot and asks `%probe` (through `%mid`, a
 /// function that only passes its argument on, called with `call_op`), returning its answer.
