@@ -435,9 +435,16 @@ impl<M: Module> MergingModule<M> {
             Some(f) => {
                 // The thunk replaces a body the inner module would have verified.
                 self.check_verifies(ctx)?;
-                ctx.func = write_thunk(&user_name(func), &body.signature, &user_name(f));
+                let thunk = write_thunk(&user_name(func), &body.signature, &user_name(f));
+                let own = std::mem::replace(&mut ctx.func, thunk);
                 // `f`'s body has the signature of `body`: the key holds the whole signature.
-                jump::define_thunk(&mut self.inner, func, f, &body.signature, ctx, ctrl_plane)?;
+                let defined =
+                    jump::define_thunk(&mut self.inner, func, f, &body.signature, ctx, ctrl_plane);
+                if defined.is_err() {
+                    // The caller's context keeps its own function, not a thunk it never wrote.
+                    ctx.func = own;
+                }
+                defined?;
             }
             None => self
                 .inner

@@ -18,7 +18,9 @@ const LOADS_LOGGED: usize = 64;
 /// what it is compared with (`guide.rs`), the same on both sides of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pin {
+    /// Where the word is.
     pub address: u64,
+    /// What it reads (its low `width` bytes).
     pub value: u64,
     /// In bytes: 1, 2, 4 or 8.
     pub width: u8,
