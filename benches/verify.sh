@@ -21,6 +21,7 @@
 #
 #     bash benches/verify.sh                 # after `cargo build --release`
 #     VERIFY_MODULES=dprint_markdown VERIFY_MODES=safe bash benches/verify.sh
+#     VERIFY_ARGS=--verify-unchanged VERIFY_MUTATIONS=0 bash benches/verify.sh   # run them all
 #
 # Needs ../shared/corpus (skipped with a note when absent) and python3. Writes nothing.
 set -euo pipefail

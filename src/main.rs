@@ -154,6 +154,11 @@ struct Opts {
     #[arg(long, value_name = "N", requires = "verify", value_parser = verify_runs)]
     verify_runs: Option<std::num::NonZeroUsize>,
 
+    /// With --verify, run also the functions the merge left unchanged with all they may call
+    /// (by default counted as unchanged, not run: each run would be the same on both sides).
+    #[arg(long, requires = "verify")]
+    verify_unchanged: bool,
+
     /// Global merging, round 2: the combined summary of every unit of the program (from
     /// `summarize` and `combine`); functions another unit also holds become thunks to shared
     /// bodies that the linker keeps once.
@@ -461,6 +466,7 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
             if let Some(runs) = opts.verify_runs {
                 verify.runs = runs.get();
             }
+            verify.run_unchanged = opts.verify_unchanged;
             verify
         }),
         object,

@@ -62,10 +62,6 @@ block0(v0: i64):
 
 /// The check of the merge of [`MODULE`] in `mode`, of the functions `only` (all: None).
 fn checked(mode: Mode, only: Option<&[&str]>) -> VerifyReport {
-    let original = read_module_text(Path::new("t.clif"), MODULE, ReadOptions::default()).unwrap();
-    let mut merged = original.clone();
-    let (report, _) = merge_module(&mut merged, mode);
-    assert_eq!(report.merged, 1, "%c merges into %b");
     let options = VerifyOptions {
         only: only.map(|names| {
             (names.iter())
@@ -74,7 +70,16 @@ fn checked(mode: Mode, only: Option<&[&str]>) -> VerifyReport {
         }),
         ..VerifyOptions::default()
     };
-    verify_merge(&original, &merged, &report, &options)
+    checked_with(mode, &options)
+}
+
+/// The check of the merge of [`MODULE`] in `mode` with `options`.
+fn checked_with(mode: Mode, options: &VerifyOptions) -> VerifyReport {
+    let original = read_module_text(Path::new("t.clif"), MODULE, ReadOptions::default()).unwrap();
+    let mut merged = original.clone();
+    let (report, _) = merge_module(&mut merged, mode);
+    assert_eq!(report.merged, 1, "%c merges into %b");
+    verify_merge(&original, &merged, &report, options)
 }
 
 #[test]
@@ -117,4 +122,31 @@ fn the_summary_gives_both_shares_of_all_functions() {
         "{}",
         v.summary()
     );
+}
+
+#[test]
+fn functions_unchanged_with_all_they_call_are_run_when_asked() {
+    let options = VerifyOptions {
+        run_unchanged: true,
+        ..VerifyOptions::default()
+    };
+    for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
+        let v = checked_with(mode, &options);
+        assert!(v.is_ok(), "{}", v.summary());
+        // %b, %d and %e are run too, and their runs end: all six fully checked, none vouched
+        // for as unchanged.
+        assert_eq!(
+            (v.all_functions(), v.fully_checked, v.unchanged),
+            (6, 6, 0),
+            "{mode:?}: {}",
+            v.summary()
+        );
+        let default = checked(mode, None);
+        assert!(
+            v.runs > default.runs,
+            "{} against {}",
+            v.summary(),
+            default.summary()
+        );
+    }
 }

@@ -264,7 +264,7 @@ fn check_or_skip<'a>(
     out.functions += 1;
     let (target, ran_as) = counterpart(merged, &mf.name, removed);
     // The same code calling the same code: every run would be the same on both sides.
-    if ran_as.is_none() && closed[sides[0].name_index(&mf.name)] {
+    if ran_as.is_none() && closed[sides[0].name_index(&mf.name)] && !options.run_unchanged {
         out.unchanged += 1;
         return;
     }

@@ -25,6 +25,12 @@ pub struct VerifyOptions {
     /// Only these functions of the original are run (None: all). For checks of one function
     /// of a large module, such as the mutation check over the corpus.
     pub only: Option<BTreeSet<FuncName>>,
+    /// Run also the functions the merge left unchanged with all they may call. By default
+    /// they are not run: every run of one would be the same on both sides, so they are counted
+    /// as [unchanged](super::VerifyReport::unchanged). Run, they count as fully checked when
+    /// their runs end, as any other: the figure of what the check can run, with no function
+    /// vouched for by that argument.
+    pub run_unchanged: bool,
 }
 
 impl VerifyOptions {
@@ -59,6 +65,7 @@ impl Default for VerifyOptions {
             max_depth: 512,
             max_stack_bytes: 16 << 20,
             only: None,
+            run_unchanged: false,
         }
     }
 }
