@@ -12,44 +12,11 @@
 #[path = "common/planted.rs"]
 mod wrong_merges;
 
-use wrong_merges::planted;
-
-/// `%f(x)`: `endless` when `x` is 0; else sums `i` for `i` below `x & 0xfff` (six instructions
-/// a pass: up to 24,600 instructions, within the fuel of 50,000). With `differs` it adds one
-/// to the sum when `x & 0xfff` is at least 2,048 (12,300 instructions and more).
-fn sum_below(differs: bool, endless: &str) -> String {
-    let tail = if differs {
-        "    v20 = iconst.i64 2048\n    v21 = icmp uge v4, v20\n    v22 = uextend.i64 v21\n    \
-         v23 = iadd v3, v22\n    return v23"
-    } else {
-        "    return v3"
-    };
-    format!(
-        "block0(v0: i64):
-    v1 = iconst.i64 0
-    v10 = iconst.i64 0xfff
-    v11 = iconst.i64 1
-    brif v0, block2(v1, v1), block1
-{endless}
-block2(v2: i64, v3: i64):
-    v4 = band v0, v10
-    v5 = icmp ult v2, v4
-    brif v5, block3, block4
-block3:
-    v6 = iadd v3, v2
-    v7 = iadd v2, v11
-    jump block2(v7, v6)
-block4:
-{tail}"
-    )
-}
+use wrong_merges::{WAITS_FOREVER, planted, sum_below};
 
 /// On 0: a counter counting up forever, in a state it was never in before at every pass (the
 /// cycle stop never stops it): the run takes the whole fuel.
 const COUNTS_FOREVER: &str = "block1:\n    jump block5(v1)\nblock5(v30: i64):\n    v31 = iadd v30, v11\n    jump block5(v31)";
-
-/// On 0: a true cycle (stopped at once, cheap).
-const WAITS_FOREVER: &str = "block1:\n    jump block1";
 
 /// On 0: returns.
 const RETURNS: &str = "block1:\n    return v0";

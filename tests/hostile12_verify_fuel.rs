@@ -16,12 +16,6 @@ use wrong_merges::{merged, read};
 /// `differs` it adds one to the sum when `n` is at least 2,048. `head` runs first (it may
 /// return, or jump to `block2(v1, v1)` to start the loop); `tail` blocks follow.
 fn bimodal_sum(differs: bool, head: &str, tail: &str) -> String {
-    let end = if differs {
-        "    v20 = iconst.i64 2048\n    v21 = icmp uge v4, v20\n    v22 = uextend.i64 v21\n    \
-         v23 = iadd v3, v22\n    return v23"
-    } else {
-        "    return v3"
-    };
     format!(
         "block0(v0: i64):
     v1 = iconst.i64 0
@@ -34,16 +28,9 @@ fn bimodal_sum(differs: bool, head: &str, tail: &str) -> String {
     v17 = ishl v16, v14
     v4 = bor v15, v17
 {head}
-block2(v2: i64, v3: i64):
-    v5 = icmp ult v2, v4
-    brif v5, block3, block4
-block3:
-    v6 = iadd v3, v2
-    v7 = iadd v2, v11
-    jump block2(v7, v6)
-block4:
-{end}
-{tail}"
+{}
+{tail}",
+        wrong_merges::summing_loop("", differs)
     )
 }
 

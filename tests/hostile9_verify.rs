@@ -34,30 +34,7 @@ fn planted_report(sig: &str, f_body: &str, g_body: &str) -> VerifyReport {
 /// of 50,000). `%g` adds one to the sum when `x & 0xfff` is at least 2,048 (12,300
 /// instructions and more).
 fn sum_below(differs: bool) -> String {
-    let tail = if differs {
-        "    v20 = iconst.i64 2048\n    v21 = icmp uge v4, v20\n    v22 = uextend.i64 v21\n    v23 = iadd v3, v22\n    return v23"
-    } else {
-        "    return v3"
-    };
-    format!(
-        "block0(v0: i64):
-    v1 = iconst.i64 0
-    v10 = iconst.i64 0xfff
-    v11 = iconst.i64 1
-    brif v0, block2(v1, v1), block1
-block1:
-    jump block1
-block2(v2: i64, v3: i64):
-    v4 = band v0, v10
-    v5 = icmp ult v2, v4
-    brif v5, block3, block4
-block3:
-    v6 = iadd v3, v2
-    v7 = iadd v2, v11
-    jump block2(v7, v6)
-block4:
-{tail}"
-    )
+    wrong_merges::sum_below(differs, wrong_merges::WAITS_FOREVER)
 }
 
 /// The runs of `%g` tell the planted merge apart only when `x & 0xfff` is at least 2,048: the

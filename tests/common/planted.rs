@@ -78,3 +78,45 @@ pub fn loaded_body(ty: &str, told_apart: Option<i64>) -> String {
 pub fn in_order<'a>(a_first: bool, a: &'a str, b: &'a str) -> (&'a str, &'a str) {
     if a_first { (a, b) } else { (b, a) }
 }
+
+/// The loop of the `(i64) -> i64` summing bodies: `block2(i, sum)` adds `i` to `sum` while `i`
+/// is below `v4` (six instructions a pass; `v11` is 1), then `block4` returns the sum, plus one
+/// when `differs` and `v4` is at least 2,048 (12,300 instructions and more). `bound` is the
+/// loop head's first line, defining `v4` (empty when the caller defines it before the loop).
+pub fn summing_loop(bound: &str, differs: bool) -> String {
+    let end = if differs {
+        "    v20 = iconst.i64 2048\n    v21 = icmp uge v4, v20\n    v22 = uextend.i64 v21\n    \
+         v23 = iadd v3, v22\n    return v23"
+    } else {
+        "    return v3"
+    };
+    format!(
+        "block2(v2: i64, v3: i64):
+{bound}    v5 = icmp ult v2, v4
+    brif v5, block3, block4
+block3:
+    v6 = iadd v3, v2
+    v7 = iadd v2, v11
+    jump block2(v7, v6)
+block4:
+{end}"
+    )
+}
+
+/// On 0: a true cycle (stopped at once, cheap).
+pub const WAITS_FOREVER: &str = "block1:\n    jump block1";
+
+/// `%f(x)`: `endless` (a `block1`) when `x` is 0; else sums `i` for `i` below `x & 0xfff`
+/// (up to 24,600 instructions, within the fuel of 50,000), see [`summing_loop`].
+pub fn sum_below(differs: bool, endless: &str) -> String {
+    format!(
+        "block0(v0: i64):
+    v1 = iconst.i64 0
+    v10 = iconst.i64 0xfff
+    v11 = iconst.i64 1
+    brif v0, block2(v1, v1), block1
+{endless}
+{}",
+        summing_loop("    v4 = band v0, v10\n", differs)
+    )
+}
