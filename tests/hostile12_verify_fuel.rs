@@ -2,6 +2,12 @@
 //! longest run of its function that ended, at least a 32nd of the fuel) on every fill, and the
 //! whole fuel on its first fill only when it ended on none, until two costly whole-fuel runs of
 //! the function did not end. Wrong merges planted by hand (`tests/common/planted.rs`).
+//!
+//! Four defects, fixed by two rules (`src/verify/mod.rs`): a run that does not end in the short
+//! fuel is run in the whole fuel on its own fill before the other fills, preferred arguments
+//! too, until one such run of the function did not end (`OWN_FILL_FIRST`); runs on edge values
+//! that do not end neither make later arguments small nor keep later runs from the whole fuel
+//! (`EDGE_RUNS_SAY_LITTLE`). Each test below failed before (its doc says how).
 
 #[path = "common/planted.rs"]
 mod wrong_merges;
@@ -73,11 +79,10 @@ fn with_flag(body: &str) -> String {
 /// Each such run takes 12,300+ instructions on hashed memory, more than its short fuel (1,562:
 /// the runs that ended took under 100); on the other fills in that fuel, the `0x00` fill ends
 /// it at once (the flag reads 0), and that run is taken: the merged side runs on the cleared
-/// flag too, which returns 0 on both sides. The whole fuel is never tried, since a fill ended
-/// the run. 64 runs, 0 mismatches, `%g` *fully checked*, having never run the loop that
-/// differs.
+/// flag too, which returns 0 on both sides. The whole fuel was never tried, since a fill ended
+/// the run: 64 runs, 0 mismatches, `%g` *fully checked*, having never run the loop that
+/// differs (`OWN_FILL_FIRST`).
 #[test]
-#[ignore = "defect: a run that needs more than its short fuel is taken on the first other fill that ends it in that fuel (an early exit on a cleared flag) rather than in the whole fuel on its own fill: a wrong merge is reported ok and fully checked"]
 fn a_wrong_merge_behind_a_long_loop_is_not_hidden_by_an_early_exit_on_another_fill() {
     let original = module(
         &with_flag(&bimodal_sum(false, EXIT_ON_CLEARED_FLAG, "")),
@@ -130,10 +135,9 @@ block5(v42: i64):
 /// Every later run with bit 4 set (-1 at run 2, MAX at run 4, and 16 among the small
 /// arguments the runs take after two inconclusive ones) needs 12,300+ instructions, gets
 /// 1,562, and is inconclusive: six inconclusive runs cut the function short, and the runs
-/// that ended never entered the loop that differs. `is_ok()`; natively `%g` differs on every
-/// `x` with bit 4 set.
+/// that ended never entered the loop that differs: `is_ok()`, while natively `%g` differs on
+/// every `x` with bit 4 set (`EDGE_RUNS_SAY_LITTLE`).
 #[test]
-#[ignore = "defect: two costly endless runs on edge values (0 and 1) keep every later run from the whole fuel: a wrong merge told apart only by runs of 12,300+ instructions is reported ok"]
 fn a_wrong_merge_is_found_after_two_endless_edge_runs() {
     let original = module(
         &bimodal_sum(false, COUNTS_FOREVER_ON_0_AND_1, ""),
@@ -283,9 +287,8 @@ fn waiting_pair(waits_up_to: u32) -> (String, String) {
 /// is a small number, 0 to 16 (`arguments(.., small)`), the edge values -1, MIN and MAX of
 /// runs 2 to 4 too; the guided tuples stay near them. No run reaches the side that differs,
 /// and 0 and 1 come back among the small numbers until six inconclusive runs cut the function
-/// short: `42 runs, 0 mismatches (6 inconclusive)`.
+/// short: `42 runs, 0 mismatches (6 inconclusive)` (`EDGE_RUNS_SAY_LITTLE`).
 #[test]
-#[ignore = "defect: two inconclusive runs, however cheap, make every later argument a small number (the edge values of runs 2 to 5 too): a wrong merge told apart from 1,024 is reported ok after cheap waits on 0 and 1"]
 fn a_wrong_merge_is_found_after_two_cheap_endless_edge_runs() {
     let (original, wrong) = waiting_pair(1);
     let checked = check(&original, &wrong);
@@ -352,10 +355,9 @@ fn steered_pair(rounds: u32) -> (String, String) {
 /// Every other run ends at once, so the short fuel is 1,562: a run on the steering value 1,234
 /// does not end in it, and `run_original` runs the plain random arguments instead, which then
 /// end (no other fill, no whole fuel for the steered tuple). The guided tuple 1,234 takes an
-/// eighth of the fuel (6,250) and is lost too, twice. 64 runs, 0 mismatches, `%g` fully
-/// checked.
+/// eighth of the fuel (6,250) and is lost too, twice: 64 runs, 0 mismatches, `%g` fully
+/// checked (`OWN_FILL_FIRST`: the steered tuple is now run in the whole fuel).
 #[test]
-#[ignore = "defect: a steered tuple is run in the short fuel only, then dropped for random arguments: a wrong merge told apart at a steering value after a loop longer than the short fuel is reported ok and fully checked"]
 fn a_wrong_merge_at_a_steering_value_behind_a_long_loop_is_found() {
     let (original, wrong) = steered_pair(2000);
     let checked = check(&original, &wrong);

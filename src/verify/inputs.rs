@@ -116,6 +116,9 @@ fn splat(ty: Type, lane: &DataValue) -> DataValue {
     DataValue::read_from_slice_le(&bytes, ty)
 }
 
+/// The runs on edge values of every parameter (see [`arguments`]): 0, 1, -1, MIN, MAX, NaN/2.
+pub(super) const EDGE_RUNS: usize = 6;
+
 /// Arguments of run number `run`: the first six tuples are edge values for every parameter (0,
 /// 1, -1, MIN, MAX, NaN/2), parameter `k` of run `r` the edge value `(r + k) mod 6`: were they
 /// the same for every parameter, two parameters of one type would be equal in each of them,
@@ -129,14 +132,13 @@ pub(super) fn arguments(
     steering: &[i128],
     rng: &mut Rng,
 ) -> Vec<DataValue> {
-    const UNIFORM: usize = 6;
     types
         .iter()
         .enumerate()
         .map(|(k, &ty)| {
             let edges = edge_values(ty);
-            if run < UNIFORM && !small {
-                return edges[(run + k) % UNIFORM].clone();
+            if run < EDGE_RUNS && !small {
+                return edges[(run + k) % EDGE_RUNS].clone();
             }
             let pick = if small { 4 } else { rng.next() % 10 };
             match pick {
