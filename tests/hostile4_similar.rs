@@ -1,6 +1,9 @@
 //! Hostile inputs for similar merging's choice of groups with stack arguments (fourth pass).
 
-use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
+#[path = "common/sizes.rs"]
+mod sizes;
+
+use clif_merge::emit::object::write_object;
 use clif_merge::{ClifModule, Mode, ReadOptions, SimilarOptions, merge_module_with, read_files};
 use std::path::Path;
 
@@ -11,14 +14,7 @@ fn read() -> ClifModule {
 
 /// `.text` bytes of `module` as `-o` writes it for x86_64.
 fn text_bytes(module: &ClifModule, mode: Mode) -> u64 {
-    let options = ObjectOptions {
-        target: parse_target("x86_64").unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: Default::default(),
-        function_sections: false,
-        mode,
-        fold_machine_code: true,
-    };
+    let options = sizes::object("x86_64", mode);
     write_object(module, 0, &options).unwrap().report.text_bytes
 }
 

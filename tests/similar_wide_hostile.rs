@@ -10,6 +10,9 @@
 //! `system_v`, `tail` (by `return_call`) and `winch`, so every added parameter is a stack
 //! argument and removed members' callers pass them.
 
+#[path = "common/sizes.rs"]
+mod sizes;
+
 use clif_merge::{MergeOptions, MergingModule, Mode, SimilarOptions};
 use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, Value, types};
 use cranelift_codegen::isa::CallConv;
@@ -311,22 +314,19 @@ fn object_options(
     mode: Mode,
     similar: Option<SimilarOptions>,
 ) -> clif_merge::pipeline::PipelineOptions {
-    use clif_merge::emit::object::{IsaSettings, ObjectOptions, OptLevel, parse_target};
     clif_merge::pipeline::PipelineOptions {
-        merge: MergeOptions {
-            mode,
-            similar,
-            ..MergeOptions::default()
-        },
-        object: Some(ObjectOptions {
-            target: parse_target(target).unwrap(),
-            opt_level: OptLevel::Speed,
-            isa: IsaSettings::default(),
-            function_sections: false,
-            mode,
-            fold_machine_code: true,
-        }),
+        merge: merge_options(mode, similar),
+        object: Some(sizes::object(target, mode)),
         ..Default::default()
+    }
+}
+
+/// Merging in `mode`, exactly and, with `similar`, similar functions.
+fn merge_options(mode: Mode, similar: Option<SimilarOptions>) -> MergeOptions {
+    MergeOptions {
+        mode,
+        similar,
+        ..MergeOptions::default()
     }
 }
 
@@ -337,12 +337,8 @@ fn text_bytes(text: &str, target: &str, mode: Mode, similar: bool) -> u64 {
 
 /// `.text` bytes of `text` compiled for `target` in `mode` with `similar`.
 fn text_bytes_with(text: &str, target: &str, mode: Mode, similar: Option<SimilarOptions>) -> u64 {
-    use clif_merge::pipeline::run;
-    let path = std::path::Path::new("erased.clif");
-    let module = clif_merge::read::read_module_text(path, text, Default::default()).unwrap();
-    let options = object_options(target, mode, similar);
-    let out = run(module, &options).expect("the module compiles");
-    out.object.expect("an object").report.text_bytes
+    let module = sizes::read("erased.clif", text);
+    sizes::merged_text(&module, target, merge_options(mode, similar)).0
 }
 
 /// The law of docs/similar.md ("`-o` with `--similar` never writes more `.text` than without
