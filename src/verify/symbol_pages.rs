@@ -1,10 +1,13 @@
 //! Where the data symbols of a check are: each name both modules name has a region of its own,
-//! the same on both sides, as wide as their number allows (4 GiB for up to 4,096 names, 1 GiB for
-//! 16,384), in the order of the names. An offset from a symbol (a page past it, an `iadd_imm`
-//! chain) stays in its region, as it stays in its object or at least away from another's: with
-//! a page of 4 KiB each, chosen by a hash of the name, a symbol plus 4,096 was the next symbol
-//! whenever their pages were adjacent (hostile13), and two names whose hashes agreed were one
-//! object (hostile12).
+//! the same on both sides, as wide as their number allows (4 GiB for up to 8,191 names, 2 GiB
+//! up to 16,383, 1 GiB up to 32,767), in the order of the names. An offset from a symbol (a
+//! page past it, an `iadd_imm` chain) stays in its region, as it stays in its object or at
+//! least away from another's: with a page of 4 KiB each, chosen by a hash of the name, a symbol
+//! plus 4,096 was the next symbol whenever their pages were adjacent (hostile13), and two names
+//! whose hashes agreed were one object (hostile12). Below the first region is one more, of no
+//! name and mapped as theirs are: natively the bytes before an object are another's, and with
+//! nothing mapped there two loads at other offsets before the first symbol trapped alike
+//! (hostile14).
 
 use super::inputs::fnv;
 use crate::module::ClifModule;
@@ -13,11 +16,11 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 
 /// Where symbols are (64-bit addresses).
-pub(super) const SYMBOLS: u64 = 0x0000_5000_0000_0000;
+pub(super) const SYMBOLS: u64 = 0x0000_1000_0000_0000;
 /// The regions of the names both modules name share the first `1 << SPACE_BITS` bytes from
 /// [`SYMBOLS`]; a name neither names (none does today) has a page chosen by its hash in the
 /// next as many.
-const SPACE_BITS: u32 = 44;
+const SPACE_BITS: u32 = 45;
 /// The bytes from [`SYMBOLS`] that symbols may be at (memory there is mapped).
 pub(super) const SYMBOLS_SPAN: u64 = 2 << SPACE_BITS;
 /// The widest region: 4 GiB.
@@ -39,10 +42,12 @@ impl SymbolPages {
                 texts.extend(symbol_texts(&mf.func));
             }
         }
+        // Regions 1 to n; region 0 is below the first symbol. (Sized by the bit length of the
+        // count alone, 4,096 names had 2 GiB each, not 4: hostile14.)
         let index_bits = u64::BITS - (texts.len() as u64).leading_zeros();
         let region_bits = (SPACE_BITS - index_bits).min(MAX_REGION_BITS);
         let address = (texts.into_iter().enumerate())
-            .map(|(i, text)| (text, SYMBOLS + ((i as u64) << region_bits)))
+            .map(|(i, text)| (text, SYMBOLS + ((i as u64 + 1) << region_bits)))
             .collect();
         SymbolPages { address }
     }
@@ -119,5 +124,39 @@ mod tests {
         let mut at = ["%a", "%b", "%c"].map(|name| pages.address(name));
         at.sort();
         assert!(at.windows(2).all(|w| w[1] - w[0] >= 1 << 32), "{at:x?}");
+    }
+
+    /// One function naming `%s0` … `%s{count - 1}`.
+    fn pages_of(count: usize) -> (SymbolPages, Vec<u64>) {
+        let gvs: String = (0..count)
+            .map(|i| format!("    gv{i} = symbol %s{i}\n"))
+            .collect();
+        let text = format!("function %f() {{\n{gvs}block0:\n    return\n}}\n");
+        let module = read_module_text(Path::new("t.clif"), &text, ReadOptions::default());
+        let pages = SymbolPages::of(&[&module.unwrap()]);
+        let mut at: Vec<u64> = (0..count)
+            .map(|i| pages.address(&format!("%s{i}")))
+            .collect();
+        at.sort();
+        (pages, at)
+    }
+
+    #[test]
+    fn regions_are_as_wide_as_promised_with_one_mapped_below_the_first() {
+        for (count, bits) in [(1, 32), (4_096, 32), (8_191, 32), (8_192, 31), (16_384, 30)] {
+            let (_, at) = pages_of(count);
+            let region = 1u64 << bits;
+            assert!(
+                at[0] - SYMBOLS >= region,
+                "{count}: nothing below {:x}",
+                at[0]
+            );
+            let gaps = at.windows(2).map(|w| w[1] - w[0]);
+            assert!(
+                gaps.clone().all(|g| g >= region),
+                "{count} names: {region:x}"
+            );
+            assert!(at.last().unwrap() + region <= SYMBOLS + (1 << SPACE_BITS));
+        }
     }
 }
