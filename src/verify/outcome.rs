@@ -63,9 +63,10 @@ pub struct StackAddress {
     /// The address's type (`i64`, or `i32` for 32-bit addresses).
     pub ty: Type,
     /// The frame's place among the live frames that have stack slots, from the run's first
-    /// frame, mod 256: a merged side's forwarders (thunks) have none, and a merged body has the
-    /// slots of the body it stands for.
-    pub frame: u8,
+    /// frame: a merged side's forwarders (thunks) have none, and a merged body has the slots of
+    /// the body it stands for. (Mod 256, a pointer into a frame 256 places up was one into the
+    /// innermost: hostile14.)
+    pub frame: u32,
     /// The slot's number in its function.
     pub slot: u32,
     /// The offset in the slot.
@@ -74,11 +75,13 @@ pub struct StackAddress {
 
 impl StackAddress {
     /// The number calls not run hash for it (so that what they return does not depend on where
-    /// the frames are): this tag in bits 56 to 63, then the frame (48–55), the slot (32–47) and
-    /// the offset.
+    /// the frames are): this tag in bits 56 to 63, then the frame mod 256 (48–55), the slot
+    /// (32–47) and the offset. (A call is compared by its arguments as observed, whole; this
+    /// only seeds what it returns.)
     pub(super) fn hashed(&self) -> u64 {
         const TAG: u64 = 0x53 << 56;
-        TAG | u64::from(self.frame) << 48 | u64::from(self.slot) << 32 | u64::from(self.offset)
+        let frame = u64::from(self.frame as u8);
+        TAG | frame << 48 | u64::from(self.slot) << 32 | u64::from(self.offset)
     }
 }
 

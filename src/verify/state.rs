@@ -24,9 +24,11 @@ use cranelift_interpreter::value::DataValueExt;
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
 
-/// Where the stack's bytes are, for 64-bit addresses and for 32-bit ones.
-const STACK_64: u64 = 0x0000_7ff0_0000_0000;
-const STACK_32: u64 = 0x7f00_0000;
+/// Where the stack's bytes end, for 64-bit addresses and for 32-bit ones: it grows down from
+/// there, as natively, each frame below its caller's (a frame's own bytes in order). Grown up,
+/// a caller's slot compared with its callee's was ordered the other way round (hostile14).
+const STACK_TOP_64: u64 = 0x0000_7ff0_0000_0000;
+const STACK_TOP_32: u64 = 0x8000_0000;
 /// Memory is mapped below this, and this far on either side of [`WRAPPED`]; elsewhere (but for
 /// the stack and symbols) an access that may trap does trap, with its trap code, as a wild
 /// pointer would. Without it, a loop over a length of -1 or a random pointer would run out of
@@ -129,6 +131,8 @@ pub(super) struct Machine<'a> {
     spare_bytes: u64,
     /// Where each frame's slots start in `stack`.
     frame_base: Vec<u64>,
+    /// Where each frame's bytes end in `stack` (its size rounded up to its base's alignment).
+    frame_top: Vec<u64>,
     /// Of each live frame, how many frames up to it (itself too) have stack slots.
     slotted_frames: Vec<u32>,
     stack: Vec<u8>,
@@ -166,6 +170,7 @@ impl<'a> Machine<'a> {
             spare_frames: FxHashMap::default(),
             spare_bytes: 0,
             frame_base: Vec::new(),
+            frame_top: Vec::new(),
             slotted_frames: Vec::new(),
             stack: Vec::new(),
             layouts: FxHashMap::default(),
@@ -197,6 +202,7 @@ impl<'a> Machine<'a> {
             self.pop_frame();
         }
         self.frame_base.clear();
+        self.frame_top.clear();
         self.slotted_frames.clear();
         self.stack.clear();
         self.memory.reset(Fill::default());
@@ -253,7 +259,7 @@ impl<'a> Machine<'a> {
     }
 
     /// `v` as the other side must see it: a stack address of a live frame becomes its slot's
-    /// place (the frame's place among the live frames that have stack slots, mod 256: a merged
+    /// place (the frame's place among the live frames that have stack slots: a merged
     /// side's forwarders have none, and a merged body has its original's; without it a store
     /// into the caller's slot 0 and one into the callee's slot 0 were one store), which no
     /// number equals; anything else is itself.
@@ -263,10 +269,13 @@ impl<'a> Machine<'a> {
             DataValue::I32(x) => u64::from(*x as u32),
             _ => return Observed::Value(v.clone()),
         };
-        match self.stack_position(raw).and_then(|pos| self.slot_at(pos)) {
+        match self
+            .stack_position(raw)
+            .and_then(|(_, pos)| self.slot_at(pos))
+        {
             Some((frame, slot, offset)) => Observed::Stack(StackAddress {
                 ty: v.ty(),
-                frame: self.slotted_frames[frame] as u8,
+                frame: self.slotted_frames[frame],
                 slot: slot as u32,
                 offset: offset as u32,
             }),
@@ -274,12 +283,27 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// The position in `stack` of the raw address `raw`, when it is in the stack.
-    fn stack_position(&self, raw: u64) -> Option<u64> {
+    /// The live frame (its index) whose bytes the raw address `raw` is in, and its position in
+    /// `stack`. Frame `i` is at `top - frame_top[i]` to `top - frame_base[i]`, below its caller.
+    fn stack_position(&self, raw: u64) -> Option<(usize, u64)> {
         let len = self.stack.len() as u64;
-        [STACK_64, STACK_32]
+        let below_top = [STACK_TOP_64, STACK_TOP_32]
             .into_iter()
-            .find_map(|base| raw.checked_sub(base).filter(|&pos| pos < len))
+            .find_map(|top| top.checked_sub(raw).filter(|&q| q > 0 && q <= len))?;
+        let frame = (self.frame_base)
+            .partition_point(|&b| b < below_top)
+            .checked_sub(1)?;
+        let (base, top) = (self.frame_base[frame], self.frame_top[frame]);
+        (below_top <= top).then(|| (frame, base + top - below_top))
+    }
+
+    /// The raw address of position `pos` of frame `frame`'s bytes in `stack`.
+    fn stack_raw(&self, frame: usize, pos: u64, size: AddressSize) -> u64 {
+        let top = match size {
+            AddressSize::_32 => STACK_TOP_32,
+            AddressSize::_64 => STACK_TOP_64,
+        };
+        top - self.frame_top[frame] + (pos - self.frame_base[frame])
     }
 
     /// The live frame at stack position `pos` (its index), and its slot there (number, offset
@@ -317,8 +341,9 @@ impl<'a> Machine<'a> {
 
     /// The stack bytes `raw..raw + len`, when they are all in the stack.
     fn stack_range(&self, raw: u64, len: usize) -> Option<std::ops::Range<usize>> {
-        let pos = self.stack_position(raw)? as usize;
-        (pos + len <= self.stack.len()).then_some(pos..pos + len)
+        let (frame, pos) = self.stack_position(raw)?;
+        let end = pos + len as u64;
+        (end <= self.frame_top[frame]).then_some(pos as usize..end as usize)
     }
 
     /// The address of the symbol `name` plus `offset`: a function's is its slot's address; any
@@ -369,15 +394,9 @@ impl<'a> Machine<'a> {
     /// Marks the stack slot `raw` points into as escaped, and the one it points just past: a
     /// pointer one past a slot's end (a `begin, end` pair's end) reaches the slot below it.
     fn escape_address(&mut self, raw: u64) {
-        let len = self.stack.len() as u64;
-        let Some(pos) = [STACK_64, STACK_32]
-            .into_iter()
-            .find_map(|base| raw.checked_sub(base).filter(|&pos| pos <= len))
-        else {
-            return;
-        };
-        for at in [Some(pos).filter(|&p| p < len), pos.checked_sub(1)] {
-            if let Some((frame, slot, _)) = at.and_then(|p| self.slot_at(p))
+        for at in [Some(raw), raw.checked_sub(1)] {
+            let pos = at.and_then(|raw| self.stack_position(raw));
+            if let Some((frame, slot, _)) = pos.and_then(|(_, p)| self.slot_at(p))
                 && !self.escaped.contains(&(frame, slot))
             {
                 self.escaped.push((frame, slot));
@@ -461,8 +480,10 @@ impl<'a> State<'a> for Machine<'a> {
         let layout = self.layout(function);
         let (size, alignment) = (layout.size, layout.base_alignment);
         let base = (self.stack.len() as u64).next_multiple_of(alignment);
-        self.stack.resize((base + size) as usize, 0);
+        let top = base + size.next_multiple_of(alignment);
+        self.stack.resize(top as usize, 0);
         self.frame_base.push(base);
+        self.frame_top.push(top);
         let below = self.slotted_frames.last().copied().unwrap_or(0);
         let slotted = !function.sized_stack_slots.is_empty();
         self.slotted_frames.push(below + u32::from(slotted));
@@ -485,6 +506,7 @@ impl<'a> State<'a> for Machine<'a> {
         let live = self.frames.len().saturating_sub(1);
         self.escaped.retain(|&(frame, _)| frame < live);
         self.slotted_frames.pop();
+        self.frame_top.pop();
         if let (Some(frame), Some(base)) = (self.frames.pop(), self.frame_base.pop()) {
             self.stack.truncate(base as usize);
             let function = frame.function() as *const Function;
@@ -516,12 +538,9 @@ impl<'a> State<'a> for Machine<'a> {
             return Err(MemoryError::InvalidOffset { offset, max });
         }
         let layout = &self.layouts[&(func as *const Function)];
-        let pos = self.frame_base.last().expect("a frame") + layout.offsets[slot.as_u32() as usize];
-        let base = match size {
-            AddressSize::_32 => STACK_32,
-            AddressSize::_64 => STACK_64,
-        };
-        address_of(base + pos + offset, size)
+        let frame = self.frame_base.len() - 1;
+        let pos = self.frame_base[frame] + layout.offsets[slot.as_u32() as usize];
+        address_of(self.stack_raw(frame, pos + offset, size), size)
     }
     fn checked_load(
         &self,
