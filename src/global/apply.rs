@@ -258,8 +258,10 @@ pub(super) fn share(
     let mf = module.function(first.id);
     let own = (!first.self_by_name).then_some(&mf.name);
     let body = shared_body(&mf.func, own, &name);
+    // Where its code came from: an error compiling it names that file and line (hostile15).
+    let origin = mf.origin.clone();
     module
-        .define(body, SymbolLinkage::LinkOnce, None)
+        .define(body, SymbolLinkage::LinkOnce, origin)
         .expect("a fresh name; references of a verified function");
     let mut names: Vec<FuncName> = Vec::with_capacity(members.len());
     for &id in &members {

@@ -280,7 +280,10 @@ pub(crate) fn apply(
     if module.lookup(&plan.name).is_some() {
         return None;
     }
-    let body = Function::clone(&module.function(plan.first.id).func);
+    let first = module.function(plan.first.id);
+    // Where its code came from: an error compiling it names that file and line (hostile15).
+    let origin = first.origin.clone();
+    let body = Function::clone(&first.func);
     let body = shared::shared_body(
         body,
         &plan.first,
@@ -290,7 +293,7 @@ pub(crate) fn apply(
     );
     let shared_sig = body.signature.clone();
     module
-        .define(body, SymbolLinkage::LinkOnce, None)
+        .define(body, SymbolLinkage::LinkOnce, origin)
         .expect("a fresh name; references of a verified function");
     for (id, fp) in members {
         let args = arguments(&plan, fp);
