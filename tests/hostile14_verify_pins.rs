@@ -35,9 +35,10 @@ block3:
 /// compiled with `clif-merge -o`, linked by gcc). The first tag is pinned and its run reaches
 /// the second comparison, but the tuple pinning the second tag too is not run within the 64
 /// runs: the wrong merge passes, "fully checked" (with 256 runs it is reported; with the
-/// second tag's `i16` aligned, or the loads `notrap`, it passes at 64 alike). Every run queues
-/// its own pins of the first tag with its neighbours (the neighbours of an `eq` operand are run
-/// even once its side is covered), ahead of the one tuple pinning the second.
+/// second tag's `i16` aligned, or the loads `notrap`, it passes at 64 alike). As the code
+/// reads (not measured): every run that loads the first tag queues its own pin of it with
+/// its two neighbours, which are run even once their side is covered (`aimed`: none for a
+/// nudge, though `eq` has no boundary to probe), ahead of the tuple pinning the second.
 #[test]
 #[ignore = "defect: a tag compared after a pinned tag is not reached in the default 64 runs (the queue is first filled with pins of the first tag)"]
 fn a_second_tag_is_steered_with_the_first_kept() {
