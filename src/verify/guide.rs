@@ -21,7 +21,7 @@
 //! parameter is compared with after a few steps of arithmetic, a value another function
 //! computed, reach the other side without random luck.
 
-use super::memory::{Pin, Place};
+use super::memory::Pin;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -557,11 +557,7 @@ fn shifted(arg: &DataValue, from: i128, to: i128, width: u32) -> Vec<(i128, Opti
 /// A tuple's bits and its pins, to tell tuples tried apart.
 fn key(args: &[DataValue], pins: &[Pin]) -> Vec<u128> {
     let pinned = pins.iter().map(|p| {
-        let place = match p.place {
-            Place::Word { address, calls } => address ^ u64::from(calls).rotate_left(48),
-            Place::Result { call, key, index } => !key ^ u64::from(call) << 8 ^ u64::from(index),
-        };
-        u128::from(place) | u128::from(p.value) << 64 ^ u128::from(p.width) << 120 ^ 1 << 126
+        u128::from(p.address) | u128::from(p.value) << 64 ^ u128::from(p.width) << 120 ^ 1 << 126
     });
     args.iter()
         .map(|a| {

@@ -13,77 +13,31 @@ use std::fmt;
 /// Loads of unwritten memory one run records at most (for [`Memory::loads`]).
 const LOADS_LOGGED: usize = 64;
 
-/// A value a guided run steers towards what it is compared with (`guide.rs`), the same on both
-/// sides of the run: a word of memory nothing stored to, or a result of a call not run, made to
-/// read `value` (its low `width` bytes, little endian).
+/// A word of memory nothing stored to made to read `value` (its low `width` bytes, little
+/// endian) at `address`, before any call not run: a guided run steers a loaded value towards
+/// what it is compared with (`guide.rs`), the same on both sides of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pin {
-    /// What reads as pinned.
-    pub place: Place,
+    /// Where the word is.
+    pub address: u64,
     /// What it reads (its low `width` bytes).
     pub value: u64,
     /// In bytes: 1, 2, 4 or 8.
     pub width: u8,
 }
 
-/// Where a [`Pin`] holds. Both are named as the two sides of a run agree on them: a side whose
-/// calls not run differ from the other's already differs, whatever it reads after them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Place {
-    /// The word at `address`, read after `calls` calls not run and before the next one (each
-    /// makes every byte read anew).
-    Word {
-        /// Where the word is.
-        address: u64,
-        /// How many calls not run the run made before the reads it pins.
-        calls: u32,
-    },
-    /// Result `index` of the run's call not run number `call` (from 0), whose callee, signature
-    /// and arguments hash to `key`.
-    Result {
-        /// The call's place among the run's calls not run.
-        call: u32,
-        /// A hash of the callee, the signature its call site declares and the arguments.
-        key: u64,
-        /// Which of its results.
-        index: u8,
-    },
-}
-
 impl Pin {
-    /// The byte at `at`, read after `calls` calls not run, if the pin covers it.
-    fn byte_at(&self, at: u64, calls_made: u32) -> Option<u8> {
-        let Place::Word { address, calls } = self.place else {
-            return None;
-        };
-        let i = at.wrapping_sub(address);
-        (calls == calls_made && i < u64::from(self.width))
-            .then(|| self.value.to_le_bytes()[i as usize])
+    /// The byte at `at`, if the pin covers it.
+    fn byte_at(&self, at: u64) -> Option<u8> {
+        let i = at.wrapping_sub(self.address);
+        (i < u64::from(self.width)).then(|| self.value.to_le_bytes()[i as usize])
     }
 }
 
 impl fmt::Display for Pin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bits = u32::from(self.width) * 8;
-        match self.place {
-            Place::Word { address, calls: 0 } => {
-                write!(
-                    f,
-                    "memory reads i{bits} 0x{:x} at 0x{address:x}",
-                    self.value
-                )
-            }
-            Place::Word { address, calls } => write!(
-                f,
-                "memory reads i{bits} 0x{:x} at 0x{address:x} after {calls} calls not run",
-                self.value
-            ),
-            Place::Result { call, index, .. } => write!(
-                f,
-                "call not run {call} returns i{bits} 0x{:x} as its result {index}",
-                self.value
-            ),
-        }
+        write!(f, "i{bits} 0x{:x} at 0x{:x}", self.value, self.address)
     }
 }
 
@@ -131,18 +85,19 @@ pub(super) struct Memory {
     /// Read-only data the module defines (a similar group's records): read where nothing was
     /// stored, kept across runs and calls.
     data: FxHashMap<u64, Word>,
-    /// Words that read as pinned between the calls not run their pins name (see [`Pin`]).
+    /// Words that read as pinned until the first call not run (see [`Pin`]).
     pins: Vec<Pin>,
-    /// How many calls not run the run made so far.
-    calls: u32,
-    /// The loads of unwritten memory, when logged (the original side of a guided search).
+    /// Whether no call not run happened yet in this run: the pins hold and loads are logged.
+    fresh: bool,
+    /// The loads of unwritten memory before any call not run, when logged (the original side
+    /// of a guided search).
     loads: Option<RefCell<Vec<Pin>>>,
 }
 
 /// What a run's memory holds at one point (see [`Memory::image`]).
 pub(super) struct MemoryImage {
     fill: Fill,
-    calls: u32,
+    fresh: bool,
     words: FxHashMap<u64, Word>,
 }
 
@@ -152,24 +107,21 @@ impl Memory {
     pub(super) fn image(&self) -> MemoryImage {
         MemoryImage {
             fill: self.fill,
-            calls: self.calls,
+            fresh: self.fresh,
             words: self.words.clone(),
         }
     }
 
     /// Whether every byte reads as it did when `image` was taken.
     pub(super) fn is(&self, image: &MemoryImage) -> bool {
-        self.fill == image.fill && self.calls == image.calls && self.words == image.words
+        self.fill == image.fill && self.fresh == image.fresh && self.words == image.words
     }
 
     /// Makes the words of `pins` read as pinned in every run from now on (none: as the fill
     /// makes them).
     pub(super) fn pin(&mut self, pins: &[Pin]) {
         self.pins.clear();
-        (self.pins).extend(
-            pins.iter()
-                .filter(|p| matches!(p.place, Place::Word { .. })),
-        );
+        self.pins.extend_from_slice(pins);
     }
 
     /// Logs the loads of unwritten memory of each run from now on (see [`Memory::loads`]).
@@ -184,9 +136,9 @@ impl Memory {
         }
     }
 
-    /// The loads of 1, 2, 4 or 8 bytes nothing stored to (nor pinned) the run made, each with
-    /// the value it read (the first of each address, width and count of calls not run before
-    /// it), at most [`LOADS_LOGGED`].
+    /// The loads of 1, 2, 4 or 8 bytes nothing stored to (nor pinned) the run made before any
+    /// call not run, each with the value it read (the first of each address and width), at
+    /// most [`LOADS_LOGGED`].
     pub(super) fn loads(&self) -> Vec<Pin> {
         self.loads
             .as_ref()
@@ -201,7 +153,7 @@ impl Memory {
     /// Forgets every store; unwritten bytes read as `fill` makes them from now on.
     pub(super) fn reset(&mut self, fill: Fill) {
         self.fill = fill;
-        self.calls = 0;
+        self.fresh = true;
         self.words.clear();
     }
 
@@ -212,7 +164,7 @@ impl Memory {
         if let Fill::Hashed(seed) = &mut self.fill {
             *seed = mix(*seed ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
-        self.calls += 1;
+        self.fresh = false;
         self.words.clear();
     }
 
@@ -232,9 +184,9 @@ impl Memory {
             let at = address.wrapping_add(i as u64);
             let (word, lane) = (at & !7, (at & 7) as usize);
             let stored = |w: Option<&Word>| w.filter(|w| w.stored & (1 << lane) != 0).copied();
-            let pinned = || match self.pins.is_empty() {
-                false => self.pins.iter().find_map(|p| p.byte_at(at, self.calls)),
-                true => None,
+            let pinned = || match self.fresh && !self.pins.is_empty() {
+                true => self.pins.iter().find_map(|p| p.byte_at(at)),
+                false => None,
             };
             *byte = match stored(self.words.get(&word)).or_else(|| stored(self.data.get(&word))) {
                 Some(w) => {
@@ -246,7 +198,7 @@ impl Memory {
                     .unwrap_or_else(|| self.unwritten(word).to_le_bytes()[lane]),
             };
         }
-        if unwritten && self.loads.is_some() {
+        if unwritten && self.fresh && self.loads.is_some() {
             self.log_load(address, dst);
         }
     }
@@ -261,18 +213,17 @@ impl Memory {
         }
         let mut loads = loads.borrow_mut();
         let width = bytes.len() as u8;
-        let place = Place::Word {
-            address,
-            calls: self.calls,
-        };
-        if loads.len() >= LOADS_LOGGED || loads.iter().any(|l| l.place == place && l.width == width)
+        if loads.len() >= LOADS_LOGGED
+            || loads
+                .iter()
+                .any(|l| l.address == address && l.width == width)
         {
             return;
         }
         let mut value = [0u8; 8];
         value[..bytes.len()].copy_from_slice(bytes);
         loads.push(Pin {
-            place,
+            address,
             value: u64::from_le_bytes(value),
             width,
         });

@@ -106,7 +106,7 @@ mod symbol_pages;
 mod symbols;
 mod valid;
 
-pub use memory::{Fill, Pin, Place};
+pub use memory::{Fill, Pin};
 pub use options::VerifyOptions;
 pub use outcome::{
     Callee, ImportCall, Mismatch, Observed, Outcome, Run, StackAddress, Store, Trap,

@@ -365,7 +365,7 @@ impl fmt::Display for Mismatch {
             write!(f, " (memory nothing stored to reads {})", self.memory)?;
         }
         for pin in &self.pinned {
-            write!(f, " ({pin})")?;
+            write!(f, " (memory reads {pin})")?;
         }
         write!(
             f,

@@ -7,7 +7,7 @@ mod fast_tests;
 
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
-use super::memory::{Fill, Pin, Place};
+use super::memory::{Fill, Pin};
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
 use super::outcome::{Callee, ImportCall, Observed, Outcome, Run, Trap};
@@ -37,10 +37,6 @@ pub(super) struct Side<'a> {
     pub(super) trace: Option<Trace>,
     /// The instructions the last run executed.
     pub(super) steps: u64,
-    /// The results of calls not run that read as pinned in every run (see [`Pin`]).
-    result_pins: Vec<Pin>,
-    /// The results of the last run's calls not run, when they are logged (the original side).
-    results: Option<Vec<Pin>>,
 }
 
 impl<'a> Side<'a> {
@@ -57,8 +53,6 @@ impl<'a> Side<'a> {
             unsupported_at: String::new(),
             trace: None,
             steps: 0,
-            result_pins: Vec::new(),
-            results: None,
         }
     }
 
@@ -80,26 +74,16 @@ impl<'a> Side<'a> {
     /// Makes the words of `pins` read as pinned in every run from now on (see [`Pin`]).
     pub(super) fn pin(&mut self, pins: &[Pin]) {
         self.state.memory.pin(pins);
-        self.result_pins.clear();
-        (self.result_pins).extend(
-            pins.iter()
-                .filter(|p| matches!(p.place, Place::Result { .. })),
-        );
     }
 
-    /// Logs the loads of unwritten memory and the results of calls not run of each run (for
-    /// the guided search).
+    /// Logs the loads of unwritten memory of each run (for the guided search).
     pub(super) fn log_loads(&mut self) {
         self.state.memory.log_loads();
-        self.results = Some(Vec::new());
     }
 
-    /// The loads of unwritten memory (see `Memory::loads`) and the results of calls not run
-    /// the last run logged, as the words a guided run may pin.
+    /// The loads of unwritten memory the last run logged (see `Memory::loads`).
     pub(super) fn loads(&self) -> Vec<Pin> {
-        let mut loads = self.state.memory.loads();
-        loads.extend(self.results.iter().flatten());
-        loads
+        self.state.memory.loads()
     }
 
     /// Runs `entry` on `args` for at most `fuel` instructions, memory nothing stored to read as
@@ -118,9 +102,6 @@ impl<'a> Side<'a> {
         if let Some(trace) = &mut self.trace {
             trace.clear();
             self.state.memory.clear_loads();
-        }
-        if let Some(results) = &mut self.results {
-            results.clear();
         }
         self.steps = 0;
         let result = crate::guard::catch(|| self.execute(entry, args, options, fuel, &mut imports));
@@ -305,44 +286,10 @@ impl<'a> Side<'a> {
             self.state.escape(arg);
         }
         let args = self.observed(args);
-        let (mut rets, key) = opaque_call(callee, sig, args, stores_before, imports)?;
-        self.steer_results(imports.len() as u32 - 1, key, &mut rets);
+        let rets = opaque_call(callee, sig, args, stores_before, imports)?;
         self.state.memory.clobber(imports.len() as u64);
         self.state.clobber_escaped(imports.len() as u64);
         Ok(rets)
-    }
-
-    /// Makes the results of the call not run number `call` (its hash `key`) read as pinned,
-    /// and logs the others, when results are logged: scalars of at most 64 bits.
-    fn steer_results(&mut self, call: u32, key: u64, rets: &mut [DataValue]) {
-        for (index, ret) in rets.iter_mut().enumerate() {
-            let ty = ret.ty();
-            if ty.is_vector() || ty.bytes() > 8 {
-                continue;
-            }
-            let place = Place::Result {
-                call,
-                key,
-                index: index as u8,
-            };
-            let pinned = self.result_pins.iter().find(|p| p.place == place);
-            if let Some(value) = pinned.and_then(|p| value_of_bits(ty, p.value, 0)) {
-                *ret = value;
-                continue;
-            }
-            let Some(results) = &mut self.results else {
-                continue;
-            };
-            if results.len() < RESULTS_LOGGED {
-                let mut bytes = [0u8; 8];
-                ret.write_to_slice_le(&mut bytes[..ty.bytes() as usize]);
-                results.push(Pin {
-                    place,
-                    value: u64::from_le_bytes(bytes),
-                    width: ty.bytes() as u8,
-                });
-            }
-        }
     }
 
     /// A tail call: as [`Side::call`], but the current frame is left first.
@@ -543,19 +490,16 @@ fn call_site_signature<'f>(func: &'f Function, pc: Inst, callee: &'f Function) -
     }
 }
 
-/// Results of calls not run one run logs at most (for [`Side::loads`]).
-const RESULTS_LOGGED: usize = 16;
-
 /// A call to a function that is not run: recorded, and answered with a hash of the callee,
 /// the signature its call site declares (`sig`) and its arguments, one value per return of
-/// `sig`; also that hash, which names the call.
+/// `sig`.
 fn opaque_call(
     callee: Callee,
     sig: &Signature,
     args: Vec<Observed>,
     stores_before: usize,
     calls: &mut Vec<ImportCall>,
-) -> Result<(Vec<DataValue>, u64), Outcome> {
+) -> Result<Vec<DataValue>, Outcome> {
     let mut h = fnv(callee.to_string().as_bytes());
     h = mix(h ^ fnv(sig.to_string().as_bytes()));
     for a in &args {
@@ -580,15 +524,16 @@ fn opaque_call(
         args,
         stores_before,
     });
-    let rets = (sig.returns.iter().enumerate())
+    sig.returns
+        .iter()
+        .enumerate()
         .map(|(i, r)| {
             let bits = small_mostly(mix(h ^ (i as u64 + 1)));
             value_of_bits(r.value_type, bits, bits.rotate_left(17)).ok_or_else(|| {
                 Outcome::Unsupported(format!("a function not run returns {}", r.value_type))
             })
         })
-        .collect::<Result<_, _>>()?;
-    Ok((rets, h))
+        .collect()
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
