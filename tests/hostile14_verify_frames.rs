@@ -63,8 +63,8 @@ block0:
 /// a `u8`), every store the same, and the wrong merge passes. Natively `%use` sees two
 /// pointers to other words: with `int64_t use(int64_t *p) { return *p; }` linked in, `%f`
 /// returns 256 and `%g` 0 (the planted module compiled with `clif-merge -o` and gcc).
+/// (Fixed: a frame's place is a `u32`.)
 #[test]
-#[ignore = "defect: frames 256 places apart are one frame (a u8 place), so a pointer into the top frame passed for one into the bottom frame passes"]
 fn a_slot_of_a_frame_256_places_up_is_not_the_innermost_frames() {
     let (reported, summary) = planted(
         "() -> i64",
@@ -105,8 +105,8 @@ block0(v0: i64):
 /// callee's above its caller's, so `%f` returns 0 and the wrong merge passes; natively the
 /// stack grows down and `%f` returns 1 (the module compiled with `clif-merge -o` for x86_64
 /// and aarch64, linked by gcc, run natively and under qemu-aarch64).
+/// (Fixed: the check's stack grows down, each frame below its caller's.)
 #[test]
-#[ignore = "defect: the check's stack grows up, so an ordering of a caller's slot and a callee's is the reverse of the native one"]
 fn a_callers_slot_is_above_its_callees() {
     let f_body = "    ss0 = explicit_slot 8
     sig0 = (i64) -> i64 system_v

@@ -64,8 +64,8 @@ const ROUND_2: [&str; 8] = [
 
 /// Without a summary the same failure names `%bad` and `a.clif:6`; through a summary it names
 /// only the shared body, which is in no file.
+/// (Fixed: a shared body keeps the origin of the member it is made from.)
 #[test]
-#[ignore = "defect: a compile error in a global shared body names %clifmerge_… with no file and line, though its code is a.clif:6's %bad"]
 fn a_shared_body_that_cannot_compile_is_reported_with_its_file_and_line() {
     let dir = units();
     let alone = clif_merge(dir.path(), &["a.clif", "--target", "x86_64", "-o", "out.o"]);
