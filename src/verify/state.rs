@@ -27,8 +27,10 @@ use std::cell::{Cell, RefCell};
 /// Where the stack's bytes end, for 64-bit addresses and for 32-bit ones: it grows down from
 /// there, as natively, each frame below its caller's (a frame's own bytes in order). Grown up,
 /// a caller's slot compared with its callee's was ordered the other way round (hostile14).
+/// Numbers just below are no edge value (just below 2^31 is `i32::MAX` and its neighbours,
+/// which arguments are).
 const STACK_TOP_64: u64 = 0x0000_7ff0_0000_0000;
-const STACK_TOP_32: u64 = 0x8000_0000;
+const STACK_TOP_32: u64 = 0x7f00_0000;
 /// Memory is mapped below this, and this far on either side of [`WRAPPED`]; elsewhere (but for
 /// the stack and symbols) an access that may trap does trap, with its trap code, as a wild
 /// pointer would. Without it, a loop over a length of -1 or a random pointer would run out of
