@@ -6,7 +6,6 @@
 
 use clif_merge::MergingModule;
 use clif_merge::merging_module::FinishError;
-use cranelift_codegen::Context;
 use cranelift_codegen::ir::{AbiParam, InstBuilder, UserFuncName, Value, types};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -27,6 +26,8 @@ fn declare(module: &mut impl Module, name: &str) -> FuncId {
 
 /// Defines `id` as one block returning `body(builder, parameter)`; the result of
 /// `define_function`.
+// The error is the `Module` trait's own, returned as is.
+#[allow(clippy::result_large_err)]
 fn try_define(
     module: &mut impl Module,
     id: FuncId,
