@@ -141,3 +141,61 @@ fn deferred_a_thunk_of_a_refused_body_is_not_left_defined() {
     jit.finalize_definitions().unwrap();
     assert_eq!([a, d, d2].map(|f| call(&jit, f, 4)), [13, 21, 29]);
 }
+
+/// `x / x` in 128 bits plus `k`.
+fn wide_division_plus(k: i64) -> impl FnOnce(&mut FunctionBuilder, Value) -> Value {
+    move |b, x| {
+        let q = wide_division(b, x);
+        let t = b.ins().imul(q, x);
+        b.ins().iadd_imm_s(t, k)
+    }
+}
+
+/// Declares `name` of `(i32) -> i32` with `linkage`.
+fn declare_as(module: &mut impl Module, name: &str, linkage: Linkage) -> FuncId {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I32));
+    module.declare_function(name, linkage, &sig).unwrap()
+}
+
+/// The error of `try_finish`, which must fail.
+fn finish_error<M: Module>(module: MergingModule<M>) -> String {
+    match module.try_finish() {
+        Ok(_) => panic!("x86_64 cannot lower an i128 division"),
+        Err(failure) => failure.error.to_string(),
+    }
+}
+
+/// A body the merge defines as an anonymous function of the inner module (here the private copy
+/// of two preemptible twins; below a similar group's shared body) that Cranelift refuses: the error names
+/// the anonymous function (`defining .Lfn2: ...`), a name the embedder never gave, rather than
+/// a function the body was made from (`pa`, `sa`), as `clif-merge -o` names the same copy
+/// (`cannot compile %pa_merged (pc.clif:3)`) and global merging's shared bodies now are
+/// (hostile15).
+#[test]
+#[ignore = "defect: a private copy or shared body Cranelift refuses at finish is named by its anonymous symbol (.LfnN), not by a function of the embedder's it was made from"]
+fn a_private_copy_cranelift_refuses_is_named_by_a_function_it_was_made_from() {
+    let mut module = MergingModule::deferred(jit());
+    let [pa, pb] = ["pa", "pb"].map(|n| declare_as(&mut module, n, Linkage::Preemptible));
+    try_define(&mut module, pa, wide_division).unwrap();
+    try_define(&mut module, pb, wide_division).unwrap();
+    let error = finish_error(module);
+    assert!(error.contains("pa"), "{error}");
+}
+
+/// The same for a similar group's shared body (members differing in a constant).
+#[test]
+#[ignore = "defect: a private copy or shared body Cranelift refuses at finish is named by its anonymous symbol (.LfnN), not by a function of the embedder's it was made from"]
+fn a_shared_body_cranelift_refuses_is_named_by_a_member() {
+    let forced = clif_merge::SimilarOptions {
+        min_saving: i64::MIN / 2,
+        ..clif_merge::SimilarOptions::default()
+    };
+    let mut module = MergingModule::deferred_similar(jit(), forced);
+    let [sa, sb] = ["sa", "sb"].map(|n| declare_as(&mut module, n, Linkage::Export));
+    try_define(&mut module, sa, wide_division_plus(3)).unwrap();
+    try_define(&mut module, sb, wide_division_plus(5)).unwrap();
+    let error = finish_error(module);
+    assert!(error.contains("sa"), "{error}");
+}
