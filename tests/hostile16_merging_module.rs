@@ -192,7 +192,11 @@ fn a_shared_body_cranelift_refuses_is_named_by_a_member() {
         min_saving: i64::MIN / 2,
         ..clif_merge::SimilarOptions::default()
     };
-    let mut module = MergingModule::deferred_similar(jit(), forced);
+    let options = clif_merge::MergeOptions {
+        similar: Some(forced),
+        ..clif_merge::MergeOptions::default()
+    };
+    let mut module = MergingModule::with_options(jit(), options);
     let [sa, sb] = ["sa", "sb"].map(|n| declare_as(&mut module, n, Linkage::Export));
     try_define(&mut module, sa, wide_division_plus(3)).unwrap();
     try_define(&mut module, sb, wide_division_plus(5)).unwrap();
