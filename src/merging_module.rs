@@ -559,6 +559,37 @@ fn define_error<M: Module>(inner: &M, id: FuncId, source: ModuleError) -> Finish
     }
 }
 
+/// `error`, of defining a function the merge made (a private copy, a shared body) named `made`
+/// in `cm`, naming also the first of the embedder's functions (`ids`, by their place in `cm`)
+/// that calls it: the anonymous symbol alone names nothing the embedder gave.
+fn made_from<M: Module>(
+    error: FinishError,
+    inner: &M,
+    cm: &ClifModule,
+    ids: &[FuncId],
+    made: &FuncName,
+) -> FinishError {
+    let FinishError::Define { function, source } = error else {
+        return error;
+    };
+    let calls_made = |func: &Function| {
+        (func.dfg.ext_funcs.values())
+            .any(|ext| FuncName::of_external(&ext.name, func).as_ref() == Some(made))
+    };
+    let caller = (0..ids.len())
+        .map(FunctionId::new)
+        .find(|&fid| calls_made(&cm.function(fid).func));
+    let function = match caller {
+        Some(fid) => {
+            let id = ids[fid.index()];
+            let name = inner.declarations().get_function_decl(id).linkage_name(id);
+            format!("{function}, the merge's body of {name}")
+        }
+        None => function,
+    };
+    FinishError::Define { function, source }
+}
+
 /// Defines `id`, with signature `sig`, as a thunk calling `kept` (renamed as `renames` says),
 /// `kept_body` being the function of the merge that holds the name `kept`, if any (what is
 /// defined for `kept`, that body, a copy of it or a similar stand-in, has its signature): as one
@@ -715,7 +746,8 @@ fn merge_and_define<M: Module>(
         func.name = UserFuncName::user(0, new_id.as_u32());
         rename_callees(&mut func, &renames);
         // A private copy is the merge's own function: no caller gave a plane for it.
-        define_in(inner, new_id, func, &mut ControlPlane::default())?;
+        define_in(inner, new_id, func, &mut ControlPlane::default())
+            .map_err(|error| made_from(error, inner, &cm, &ids, &cm.function(fid).name))?;
         defined.insert(new_id);
     }
 

@@ -1927,10 +1927,10 @@ block0(v0: i64):
         )
     };
     let original = module_from_text(&text(-1), &[]);
-    let params = common::demanded::DemandedParams::of(&original, &ClifModule::new());
+    let params = clif_merge::verify::demanded::DemandedParams::of(&original, &ClifModule::new());
     let name = FuncName::parse("%f").unwrap();
     let func = &original.function(original.resolve(&name).unwrap()).func;
-    let demand = common::demanded::demanded_values(func, &original, &params);
+    let demand = clif_merge::verify::demanded::demanded_values(func, &original, &params);
     let constant = func
         .layout
         .first_inst(func.layout.entry_block().unwrap())
@@ -1939,7 +1939,7 @@ block0(v0: i64):
         let changed = module_from_text(&text(c), &[]);
         let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
         assert_eq!(
-            common::demanded::change_is_undemanded(func, mutant, constant, &demand),
+            clif_merge::verify::demanded::change_is_undemanded(func, mutant, constant, &demand),
             masked,
             "iconst -1 made {c}"
         );
@@ -1999,12 +1999,12 @@ block0(v0: i64, v1: i64, v2: i64):
     ] {
         let original = module_from_text(&text(before), &[]);
         let changed = module_from_text(&text(after), &[]);
-        let params = common::demanded::DemandedParams::of(&original, &original);
+        let params = clif_merge::verify::demanded::DemandedParams::of(&original, &original);
         let (func, inst) = call(&original);
         let (mutant, _) = call(&changed);
-        let demand = common::demanded::demanded_values(&func, &original, &params);
+        let demand = clif_merge::verify::demanded::demanded_values(&func, &original, &params);
         assert_eq!(
-            common::demanded::call_change_is_undemanded(
+            clif_merge::verify::demanded::call_change_is_undemanded(
                 &func, &mutant, inst, &original, &params, &demand
             ),
             proven,
@@ -2050,9 +2050,9 @@ block0(v0: i64, v1: i64):
         ("v3", "v1", "v1", false),
     ] {
         let original = module_from_text(&text(-1, divisor, compared, returned), &[]);
-        let params = common::demanded::DemandedParams::of(&original, &ClifModule::new());
+        let params = clif_merge::verify::demanded::DemandedParams::of(&original, &ClifModule::new());
         let func = &original.function(original.resolve(&name).unwrap()).func;
-        let demand = common::demanded::demanded_values(func, &original, &params);
+        let demand = clif_merge::verify::demanded::demanded_values(func, &original, &params);
         let constant = func
             .layout
             .first_inst(func.layout.entry_block().unwrap())
@@ -2060,7 +2060,7 @@ block0(v0: i64, v1: i64):
         let changed = module_from_text(&text(5, divisor, compared, returned), &[]);
         let mutant = &changed.function(changed.resolve(&name).unwrap()).func;
         assert_eq!(
-            common::demanded::change_is_undemanded(func, mutant, constant, &demand),
+            clif_merge::verify::demanded::change_is_undemanded(func, mutant, constant, &demand),
             unobserved,
             "udiv by {divisor}, icmp with {compared}, return {returned}"
         );
@@ -2110,9 +2110,9 @@ block2:
         ("trapz v10, user1", false),
     ] {
         let module = module_from_text(&text(trap), &[]);
-        let params = common::demanded::DemandedParams::of(&module, &ClifModule::new());
+        let params = clif_merge::verify::demanded::DemandedParams::of(&module, &ClifModule::new());
         let func = &module.function(module.resolve(&name).unwrap()).func;
-        let demand = common::demanded::demanded_values(func, &module, &params);
+        let demand = clif_merge::verify::demanded::demanded_values(func, &module, &params);
         // `v5 = iadd v3, v4`: only the call after the trap uses it.
         let v5 = func.dfg.values().nth(5).unwrap();
         assert_eq!(

@@ -174,7 +174,6 @@ fn finish_error<M: Module>(module: MergingModule<M>) -> String {
 /// (`cannot compile %pa_merged (pc.clif:3)`) and global merging's shared bodies now are
 /// (hostile15).
 #[test]
-#[ignore = "defect: a private copy or shared body Cranelift refuses at finish is named by its anonymous symbol (.LfnN), not by a function of the embedder's it was made from"]
 fn a_private_copy_cranelift_refuses_is_named_by_a_function_it_was_made_from() {
     let mut module = MergingModule::deferred(jit());
     let [pa, pb] = ["pa", "pb"].map(|n| declare_as(&mut module, n, Linkage::Preemptible));
@@ -186,7 +185,6 @@ fn a_private_copy_cranelift_refuses_is_named_by_a_function_it_was_made_from() {
 
 /// The same for a similar group's shared body (members differing in a constant).
 #[test]
-#[ignore = "defect: a private copy or shared body Cranelift refuses at finish is named by its anonymous symbol (.LfnN), not by a function of the embedder's it was made from"]
 fn a_shared_body_cranelift_refuses_is_named_by_a_member() {
     let forced = clif_merge::SimilarOptions {
         min_saving: i64::MIN / 2,

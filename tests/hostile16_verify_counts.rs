@@ -37,7 +37,6 @@ block0(v0: i64):
 /// mismatch, and `%g` is among the functions; it must be counted as not checked, or the
 /// summary's shares are of counts that do not add up.
 #[test]
-#[ignore = "defect: a function with no counterpart is counted among the functions but as neither fully, partly nor not checked"]
 fn a_function_with_no_counterpart_is_counted_as_not_checked() {
     let original = read(TWO);
     let report = merged(&original, Mode::Safe).0;

@@ -104,7 +104,6 @@ block5(v42: i64):
 /// `EDGE_RUNS_SAY_LITTLE` says tell little), so no later run is tried on its own fill longer:
 /// each run with bit 4 set ends at once on the `0x00` fill instead.
 #[test]
-#[ignore = "defect: an endless run on an edge value spends the function's own-fill run, so a wrong merge behind a loop under a quarter of the fuel is reported ok"]
 fn a_wrong_merge_is_found_after_an_endless_edge_run_on_its_own_fill() {
     let make = |differs| flagged_sum(2048, differs, COUNTS_FOREVER_ON_0, "");
     let checked = check_planted(make, &VerifyOptions::default());

@@ -1,10 +1,12 @@
 //! The names both modules know, their address slots, and stand-ins for the names a module does
 //! not define.
 
+use super::demanded::DemandedParams;
 use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::ir::{Function, GlobalValueData, Opcode, Signature, UserFuncName};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Every name `module` defines, aliases, or refers to from a function.
 fn collect_names(module: &ClifModule, names: &mut BTreeSet<FuncName>) {
@@ -142,12 +144,21 @@ pub(super) struct Resolved<'a> {
     pub(super) slot_fn: Vec<Option<&'a Function>>,
     /// The stand-ins, by address (a number, so that the pieces share it across threads).
     pub(super) stubs: FxHashMap<usize, (&'a FuncName, &'a StubKind)>,
+    /// The shared bodies of similar groups, by address: how many parameters each takes past
+    /// its members' own (see `module_calls.rs`). Empty until [`Resolved::with_shared_bodies`].
+    pub(super) extra_params: FxHashMap<usize, usize>,
+    /// The module.
+    pub(super) module: &'a ClifModule,
+    /// What its functions' parameters demand (see `demanded.rs`).
+    pub(super) demanded: Arc<DemandedParams>,
 }
 
 impl<'a> Resolved<'a> {
-    /// `module`'s side, where the names of each pair of `one_symbol` are one symbol.
+    /// `module`'s side, where the names of each pair of `one_symbol` are one symbol, and the
+    /// functions of `entries` are checked (run with any arguments).
     pub(super) fn new(
         module: &'a ClifModule,
+        entries: &ClifModule,
         names: &Names,
         stubs: &'a Stubs,
         one_symbol: &[(&FuncName, &FuncName)],
@@ -186,7 +197,26 @@ impl<'a> Resolved<'a> {
             slot_of,
             slot_fn,
             stubs,
+            extra_params: FxHashMap::default(),
+            module,
+            demanded: Arc::new(DemandedParams::of(module, entries)),
         }
+    }
+
+    /// This side, whose module defines the shared bodies `shared`, each named with how many
+    /// parameters it takes past its members' own.
+    pub(super) fn with_shared_bodies(
+        mut self,
+        names: &Names,
+        shared: impl IntoIterator<Item = (&'a FuncName, usize)>,
+    ) -> Resolved<'a> {
+        for (name, extra) in shared {
+            if let Some(&i) = names.index_of.get(name) {
+                let func = self.by_name[i as usize];
+                self.extra_params.insert(func as *const Function as usize, extra);
+            }
+        }
+        self
     }
 
     /// The stand-in kind of `func`; None for a function the module defines.

@@ -246,6 +246,43 @@ pub struct ImportCall {
     pub stores_before: usize,
 }
 
+/// A call of a function of the module that runs (a body, not a forwarder), as recorded: see
+/// `module_calls.rs` for which calls are recorded on each side.
+#[derive(Clone, Debug)]
+pub struct ModuleCall {
+    /// The callee's own arguments (a shared body's: its member's, without the group's).
+    pub args: Vec<Observed>,
+    /// Of each argument, the bits the callee may observe (see `demanded.rs`): the two sides are
+    /// compared in the bits both say it may.
+    pub demanded: Vec<u128>,
+    /// How many calls of functions not run the run made before it.
+    pub imports_before: usize,
+    /// How many stores the run made before it.
+    pub stores_before: usize,
+}
+
+impl ModuleCall {
+    fn same_as(&self, other: &ModuleCall) -> bool {
+        let demanded = self.demanded.iter().zip(&other.demanded).map(|(a, b)| a & b);
+        self.imports_before == other.imports_before
+            && self.stores_before == other.stores_before
+            && self.args.len() == other.args.len()
+            && (self.args.iter().zip(&other.args).zip(demanded))
+                .all(|((a, b), bits)| same_in_bits(a, b, bits))
+    }
+}
+
+impl fmt::Display for ModuleCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_observed(f, &self.args)?;
+        write!(
+            f,
+            " after {} calls not run and {} stores",
+            self.imports_before, self.stores_before
+        )
+    }
+}
+
 /// A store to memory, as recorded: a stack address, as the address or as the value stored, is
 /// its slot's place ([`Observed::Stack`]).
 #[derive(Clone, Debug)]
@@ -275,6 +312,8 @@ pub struct Run {
     pub outcome: Outcome,
     /// The calls to functions not run (imports, libcalls, unknown addresses), in order.
     pub imports: Vec<ImportCall>,
+    /// The calls of the module's functions that run, past the run's first body, in order.
+    pub calls: Vec<ModuleCall>,
     /// The stores to memory, in order.
     pub stores: Vec<Store>,
 }
@@ -285,6 +324,7 @@ impl Run {
         Run {
             outcome,
             imports: Vec::new(),
+            calls: Vec::new(),
             stores: Vec::new(),
         }
     }
@@ -294,6 +334,7 @@ impl Run {
     pub(super) fn same_as(&self, other: &Run) -> bool {
         self.outcome.same_as(&other.outcome)
             && same_imports(&self.imports, &other.imports)
+            && first_other_call(&self.calls, &other.calls).is_none()
             && self.stores.len() == other.stores.len()
             && self
                 .stores
@@ -303,8 +344,39 @@ impl Run {
     }
 }
 
+/// Whether `a` and `b` are the same in the integer bits `bits` (nothing to compare when none;
+/// whole otherwise: stack places, floats, vectors).
+fn same_in_bits(a: &Observed, b: &Observed, bits: u128) -> bool {
+    if bits == 0 {
+        return true;
+    }
+    match (a.value().and_then(int_bits), b.value().and_then(int_bits)) {
+        (Some(x), Some(y)) => a.value().map(DataValue::ty) == b.value().map(DataValue::ty) && (x ^ y) & bits == 0,
+        _ => a.same_as(b),
+    }
+}
+
+/// An integer's bits, zero-extended.
+fn int_bits(v: &DataValue) -> Option<u128> {
+    Some(match *v {
+        DataValue::I8(x) => u128::from(x as u8),
+        DataValue::I16(x) => u128::from(x as u16),
+        DataValue::I32(x) => u128::from(x as u32),
+        DataValue::I64(x) => u128::from(x as u64),
+        DataValue::I128(x) => x as u128,
+        _ => return None,
+    })
+}
+
 fn same_value(a: &DataValue, b: &DataValue) -> bool {
     a.ty() == b.ty() && a.bitwise_eq(b)
+}
+
+/// The first call of the module's functions that differs between `a` and `b` (one side's may
+/// be missing).
+fn first_other_call(a: &[ModuleCall], b: &[ModuleCall]) -> Option<usize> {
+    let first = a.iter().zip(b).position(|(x, y)| !x.same_as(y));
+    first.or_else(|| (a.len() != b.len()).then_some(a.len().min(b.len())))
 }
 
 fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
@@ -384,6 +456,17 @@ impl fmt::Display for Mismatch {
                 "; calls differ: original {}, merged {}",
                 describe_imports(&self.original.imports),
                 describe_imports(&self.merged.imports)
+            );
+        }
+        if let Some(i) = first_other_call(&self.original.calls, &self.merged.calls) {
+            let shown = |c: Option<&ModuleCall>| c.map_or("none".to_string(), |c| c.to_string());
+            return write!(
+                f,
+                "; calls into the module differ: {} and {} calls, call {i}: original {}, merged {}",
+                self.original.calls.len(),
+                self.merged.calls.len(),
+                shown(self.original.calls.get(i)),
+                shown(self.merged.calls.get(i))
             );
         }
         let (a, b) = (&self.original.stores, &self.merged.stores);

@@ -10,6 +10,7 @@ use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::memory::{Fill, Pin};
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
+use super::module_calls::CallRecorder;
 use super::outcome::{Callee, ImportCall, Observed, Outcome, Run, Trap};
 use super::state::cycle::CycleWatch;
 use super::state::{Machine, raw_of};
@@ -29,6 +30,8 @@ pub(super) struct Side<'a> {
     state: Machine<'a>,
     /// The stand-ins, by address.
     stubs: FxHashMap<usize, (&'a FuncName, &'a StubKind)>,
+    /// The calls of the module's functions the run's first body makes (`module_calls.rs`).
+    calls: CallRecorder<'a>,
     /// The instruction running (to name what the interpreter could not run).
     at: Option<(&'a Function, Inst)>,
     /// What the last unsupported run stopped at: an opcode, or what else it was.
@@ -49,6 +52,11 @@ impl<'a> Side<'a> {
                 resolved.slot_fn.clone(),
             ),
             stubs: resolved.stubs.clone(),
+            calls: CallRecorder::new(
+                resolved.module,
+                resolved.demanded.clone(),
+                resolved.extra_params.clone(),
+            ),
             at: None,
             unsupported_at: String::new(),
             trace: None,
@@ -99,6 +107,7 @@ impl<'a> Side<'a> {
         let mut imports = Vec::new();
         self.state.reset(fill);
         self.at = None;
+        self.calls.reset();
         if let Some(trace) = &mut self.trace {
             trace.clear();
             self.state.memory.clear_loads();
@@ -122,6 +131,7 @@ impl<'a> Side<'a> {
         Run {
             outcome,
             imports,
+            calls: self.calls.take(),
             stores,
         }
     }
@@ -138,7 +148,7 @@ impl<'a> Side<'a> {
     ) -> Outcome {
         // The call instruction each frame but the innermost returns to.
         let mut returns_to: Vec<Inst> = Vec::new();
-        let mut pc = match self.enter(entry, args.to_vec(), options) {
+        let mut pc = match self.enter(entry, args.to_vec(), options, 0) {
             Ok(pc) => pc,
             Err(outcome) => return outcome,
         };
@@ -260,11 +270,12 @@ impl<'a> Side<'a> {
                 if caller.dfg.inst_results(pc).len() != callee.signature.returns.len() {
                     return Err(Outcome::Trapped(Trap::BadSignature));
                 }
+                self.record_call((pc, returns_to.len()), callee, &args, imports.len());
                 returns_to.push(pc);
                 if returns_to.len() >= options.max_depth {
                     Err(Outcome::TooDeep)
                 } else {
-                    self.enter(callee, args, options)
+                    self.enter(callee, args, options, returns_to.len())
                 }
             }
         }
@@ -310,8 +321,9 @@ impl<'a> Side<'a> {
             }
             Some((name, StubKind::Absent)) => Err(Outcome::Dangling(name.clone())),
             None => {
+                self.record_call((pc, returns_to.len()), callee, &args, imports.len());
                 self.state.pop_frame();
-                self.enter(callee, args, options)
+                self.enter(callee, args, options, returns_to.len())
             }
         }
     }
@@ -389,12 +401,14 @@ impl<'a> Side<'a> {
         self.stubs.get(&(func as *const Function as usize)).copied()
     }
 
-    /// Pushes a frame for `func` with its parameters set; the first instruction.
+    /// Pushes a frame for `func` at `depth` (frames below it) with its parameters set; the
+    /// first instruction.
     fn enter(
         &mut self,
         func: &'a Function,
         args: Vec<DataValue>,
         options: &VerifyOptions,
+        depth: usize,
     ) -> Result<Inst, Outcome> {
         let entry = func
             .layout
@@ -417,11 +431,34 @@ impl<'a> Side<'a> {
         if self.state.stack_bytes() + frame > limit {
             return Err(Outcome::TooDeep);
         }
+        self.calls.entered(func, depth);
         self.state.push_frame(func);
         self.state.current_frame_mut().set_all(params, args);
         func.layout
             .first_inst(entry)
             .ok_or_else(|| Outcome::Unsupported("empty entry block".into()))
+    }
+
+    /// Records the call at `pc` of the module's function `callee` with `args`, made from a
+    /// frame at `depth` (see `module_calls.rs`), before the callee's frame is pushed: a stack
+    /// address among the arguments is one into a caller's frame.
+    fn record_call(
+        &mut self,
+        (pc, depth): (Inst, usize),
+        callee: &Function,
+        args: &[DataValue],
+        imports_before: usize,
+    ) {
+        let caller = self.state.current_frame().function();
+        let state = &self.state;
+        self.calls.call(
+            (caller, pc, depth),
+            callee,
+            args,
+            |v| state.observed(v),
+            imports_before,
+            state.stores.len(),
+        );
     }
 
     /// Pops the current frame and returns `values` to the caller; `Err` with the outcome when

@@ -19,7 +19,7 @@
 //!   reads) or by evaluating the function and the mutant symbolically over the module
 //!   (`equivalence.rs`). Each such mutant is shown to the caller with its [`Proof`].
 
-use super::demanded::{
+use clif_merge::verify::demanded::{
     DemandedParams, call_change_is_undemanded, change_is_undemanded, demanded_values,
 };
 use super::equivalence::proven_equivalent;

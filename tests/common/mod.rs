@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 pub mod canon;
-pub mod demanded;
 pub mod equivalence;
 pub mod genmod;
 pub mod live;

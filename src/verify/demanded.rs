@@ -28,11 +28,15 @@
 //! a mask). Each fact rests only on values that the trap's condition demands in full, so a
 //! corruption of bits nothing demands leaves the trap firing as before.
 
-use clif_merge::{ClifModule, FuncName};
+use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::ir::{
     Block, Function, Inst, InstructionData, Opcode, Type, Value, ValueDef, immediates::Imm64,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The demanded bits of a function's values (absent: none).
+pub type Demand = FxHashMap<Value, u128>;
 
 /// What a function's entry parameters demand, apart by what observes them: its effects (stores,
 /// calls, traps, branches: anything but its results), and each of its results. A call whose
@@ -85,37 +89,60 @@ impl DemandedParams {
                 .collect(),
             targets: indirect_targets(module, entries),
         };
-        loop {
-            let mut changed = false;
-            for mf in module.functions() {
-                let Some(entry) = mf.func.layout.entry_block() else {
-                    continue;
-                };
-                let of_entry = |observed| -> Vec<u128> {
-                    let demand = demanded_from(&mf.func, module, &params, observed);
-                    mf.func
-                        .dfg
-                        .block_params(entry)
-                        .iter()
-                        .map(|v| demand.get(v).copied().unwrap_or(0))
-                        .collect()
-                };
-                let now = ParamDemand {
-                    effects: of_entry(Observed::Effects),
-                    results: (0..mf.func.signature.returns.len())
-                        .map(|r| of_entry(Observed::Result(r)))
-                        .collect(),
-                };
-                let before = params.by_name.get_mut(&mf.name).unwrap();
-                if *before != now {
-                    *before = now;
-                    changed = true;
+        // A worklist: a function's demand is found again only when that of a function it
+        // names (calls, takes the address of, or receives as a parameter's target) grew. The
+        // least fixed point is the same whatever the order.
+        let functions: Vec<&crate::module::ModuleFunction> = module.functions().collect();
+        let index: FxHashMap<&FuncName, usize> =
+            functions.iter().enumerate().map(|(i, mf)| (&mf.name, i)).collect();
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
+        for (i, mf) in functions.iter().enumerate() {
+            let named = (mf.func.dfg.ext_funcs.values())
+                .filter_map(|ext| FuncName::of_external(&ext.name, &mf.func));
+            let targets = (params.targets.range((mf.name.clone(), 0)..))
+                .take_while(|((name, _), _)| *name == mf.name)
+                .flat_map(|(_, set)| set.iter().cloned());
+            for name in named.chain(targets) {
+                let defined = module.resolve(&name).map(|id| &module.function(id).name);
+                if let Some(&j) = defined.and_then(|name| index.get(name)) {
+                    dependents[j].push(i);
                 }
             }
-            if !changed {
-                return params;
+        }
+        let mut queued = vec![true; functions.len()];
+        let mut work: std::collections::VecDeque<usize> = (0..functions.len()).collect();
+        while let Some(i) = work.pop_front() {
+            queued[i] = false;
+            let mf = functions[i];
+            let Some(entry) = mf.func.layout.entry_block() else {
+                continue;
+            };
+            let of_entry = |observed| -> Vec<u128> {
+                let demand = demanded_from(&mf.func, module, &params, observed);
+                mf.func
+                    .dfg
+                    .block_params(entry)
+                    .iter()
+                    .map(|v| demand.get(v).copied().unwrap_or(0))
+                    .collect()
+            };
+            let now = ParamDemand {
+                effects: of_entry(Observed::Effects),
+                results: (0..mf.func.signature.returns.len())
+                    .map(|r| of_entry(Observed::Result(r)))
+                    .collect(),
+            };
+            let before = params.by_name.get_mut(&mf.name).unwrap();
+            if *before != now {
+                *before = now;
+                for &d in &dependents[i] {
+                    if !std::mem::replace(&mut queued[d], true) {
+                        work.push_back(d);
+                    }
+                }
             }
         }
+        params
     }
 
     /// The functions whose address parameter `k` of `name` only ever holds, when it is so (see
@@ -358,7 +385,7 @@ pub fn demanded_values(
     func: &Function,
     module: &ClifModule,
     params: &DemandedParams,
-) -> HashMap<Value, u128> {
+) -> Demand {
     demanded_from(func, module, params, Observed::All)
 }
 
@@ -368,11 +395,11 @@ fn demanded_from(
     module: &ClifModule,
     params: &DemandedParams,
     observed: Observed,
-) -> HashMap<Value, u128> {
+) -> Demand {
     let insts = executed_insts(func);
     let preds = predecessors(func);
-    let mut demand: HashMap<Value, u128> = HashMap::new();
-    let get = |demand: &HashMap<Value, u128>, v: Value| {
+    let mut demand = Demand::default();
+    let get = |demand: &Demand, v: Value| {
         demand
             .get(&func.dfg.resolve_aliases(v))
             .copied()
@@ -380,7 +407,7 @@ fn demanded_from(
     };
     loop {
         let mut changed = false;
-        let mut add = |demand: &mut HashMap<Value, u128>, v: Value, bits: u128| {
+        let mut add = |demand: &mut Demand, v: Value, bits: u128| {
             if bits == 0 {
                 return;
             }
@@ -399,7 +426,7 @@ fn demanded_from(
                 .iter()
                 .fold(0, |acc, &r| acc | get(&demand, r));
             // The callee's results the caller looks at: a tail call's are this function's.
-            let looked_at = match (op, observed) {
+            let looked_at = |demand: &Demand| match (op, observed) {
                 (Opcode::ReturnCall | Opcode::ReturnCallIndirect, Observed::All) => Results::All,
                 (Opcode::ReturnCall | Opcode::ReturnCallIndirect, Observed::Effects) => {
                     Results::These(Vec::new())
@@ -409,7 +436,7 @@ fn demanded_from(
                 }
                 _ => Results::These(
                     (dfg.inst_results(inst).iter().enumerate())
-                        .filter(|&(_, &r)| get(&demand, r) != 0)
+                        .filter(|&(_, &r)| get(demand, r) != 0)
                         .map(|(i, _)| i)
                         .collect(),
                 ),
@@ -418,13 +445,13 @@ fn demanded_from(
                 let full = full_mask(dfg.value_type(a));
                 let bits = match op {
                     Opcode::Call | Opcode::ReturnCall => {
-                        params.argument(module, callee_of(func, inst), k, full, &looked_at)
+                        params.argument(module, callee_of(func, inst), k, full, &looked_at(&demand))
                     }
                     Opcode::CallIndirect | Opcode::ReturnCallIndirect if k > 0 => {
                         match possible_callees(func, args[0], params) {
                             Some(callees) => callees.iter().fold(0, |acc, callee| {
                                 let callee = Some(callee.clone());
-                                acc | params.argument(module, callee, k - 1, full, &looked_at)
+                                acc | params.argument(module, callee, k - 1, full, &looked_at(&demand))
                             }),
                             None => full,
                         }
@@ -466,6 +493,50 @@ fn demanded_from(
     }
 }
 
+/// What the callee may observe of each argument of the call `inst` of `func` (an indirect
+/// call's address left out), given `demand`, the demanded bits of `func`'s values
+/// ([`demanded_values`]): what its parameter demands for its effects and for the results the
+/// caller looks at (all of them for a tail call), over every callee the call may reach; every
+/// bit where the callee is not known or not defined.
+pub fn call_argument_demand(
+    func: &Function,
+    inst: Inst,
+    module: &ClifModule,
+    params: &DemandedParams,
+    demand: &Demand,
+) -> Vec<u128> {
+    let dfg = &func.dfg;
+    let op = dfg.insts[inst].opcode();
+    let args = dfg.inst_args(inst);
+    let looked_at = match op {
+        Opcode::ReturnCall | Opcode::ReturnCallIndirect => Results::All,
+        _ => Results::These(
+            (dfg.inst_results(inst).iter().enumerate())
+                .filter(|&(_, r)| demand.get(r).is_some_and(|&d| d != 0))
+                .map(|(i, _)| i)
+                .collect(),
+        ),
+    };
+    let indirect = matches!(op, Opcode::CallIndirect | Opcode::ReturnCallIndirect);
+    let callees = match indirect {
+        true => args.first().and_then(|&a| possible_callees(func, a, params)),
+        false => callee_of(func, inst).map(|callee| vec![callee]),
+    };
+    let first_parameter = usize::from(indirect);
+    (first_parameter..args.len())
+        .map(|k| {
+            let full = full_mask(dfg.value_type(args[k]));
+            let Some(callees) = &callees else {
+                return full;
+            };
+            callees.iter().fold(0, |acc, callee| {
+                let callee = Some(callee.clone());
+                acc | params.argument(module, callee, k - first_parameter, full, &looked_at)
+            })
+        })
+        .collect()
+}
+
 /// The instructions of `func` that some run may execute, in the order of their blocks from
 /// the entry: a block's instructions up to a trap that always fires there (included), and the
 /// blocks its branches reach when it has none.
@@ -501,11 +572,11 @@ pub fn executed_insts(func: &Function) -> Vec<Inst> {
 }
 
 /// Every block's ways in: the branch and which of its destinations.
-type Predecessors = HashMap<Block, Vec<(Inst, usize)>>;
+type Predecessors = FxHashMap<Block, Vec<(Inst, usize)>>;
 
 fn predecessors(func: &Function) -> Predecessors {
     let dfg = &func.dfg;
-    let mut preds: Predecessors = HashMap::new();
+    let mut preds = Predecessors::default();
     for block in func.layout.blocks() {
         let Some(last) = func.layout.last_inst(block) else {
             continue;
@@ -727,7 +798,7 @@ pub fn change_is_undemanded(
     func: &Function,
     mutant: &Function,
     inst: Inst,
-    demand: &HashMap<Value, u128>,
+    demand: &Demand,
 ) -> bool {
     let (before, after) = (&func.dfg.insts[inst], &mutant.dfg.insts[inst]);
     let op = before.opcode();
@@ -798,7 +869,7 @@ pub fn call_change_is_undemanded(
     inst: Inst,
     module: &ClifModule,
     params: &DemandedParams,
-    demand: &HashMap<Value, u128>,
+    demand: &Demand,
 ) -> bool {
     let (before, after) = (&func.dfg.insts[inst], &mutant.dfg.insts[inst]);
     let op = before.opcode();

@@ -1,0 +1,102 @@
+//! `--verify` compares the arguments of calls into the module (`src/verify/module_calls.rs`): a
+//! merged body that passes another value to a function of the module is wrong even where the
+//! callee's use of it lies past a test of memory no run passes. And a right merge's forwarders
+//! (exact thunks, similar members' thunks, callers redirected to a shared body with extra
+//! arguments) add no call the original does not make.
+
+#[path = "common/planted.rs"]
+mod wrong_merges;
+
+use clif_merge::verify::{VerifyOptions, verify_merge};
+use clif_merge::{MergeOptions, Mode, SimilarOptions, merge_module_with_options};
+use wrong_merges::{planted, read, real_merge_passes};
+
+/// `%leaf(p, k)`: `k` when the word at `p`, times an odd constant, is 0x1234 — a word no fill
+/// of memory nothing stored to holds, and no steering reaches through the multiplication —
+/// else 0. So it returns 0 on every run, whatever `k`.
+const LEAF: &str = "
+function %leaf(i64, i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = load.i64 v0
+    v3 = imul_imm v2, 0x9e37_79b9_7f4a_7c15
+    v4 = icmp_imm eq v3, 0x1234
+    brif v4, block1, block2
+block1:
+    return v1
+block2:
+    v5 = iconst.i64 0
+    return v5
+}
+";
+
+/// A body of `(i64) -> i64` passing its pointer and `k` to `%leaf`.
+fn calls_leaf_with(k: i64) -> String {
+    format!(
+        "    fn0 = %leaf(i64, i64) -> i64\nblock0(v0: i64):\n    v1 = iconst.i64 {k}\n    \
+         v2 = call fn0(v0, v1)\n    return v2"
+    )
+}
+
+#[test]
+fn another_argument_to_a_module_function_is_reported() {
+    let (reported, summary) = planted("(i64) -> i64", &calls_leaf_with(7), &calls_leaf_with(8), LEAF);
+    assert!(reported, "{summary}");
+    assert!(summary.contains("calls into the module differ"), "{summary}");
+}
+
+#[test]
+fn an_exact_merge_through_thunks_adds_no_call() {
+    // `%f` and `%g` are the same; `%g` is exported, so safe mode makes it a thunk to `%f`,
+    // and `%main` calls it: the merged side's call of `%g` goes on to `%f`.
+    let text = format!(
+        "function %f(i64) -> i64 {{\n{body}\n}}\n\nfunction %g(i64) -> i64 {{\n{body}\n}}\n\n\
+         function %main(i64) -> i64 {{\n    fn0 = %g(i64) -> i64\n\
+         block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = iadd_imm v1, 1\n    return v2\n}}\n{LEAF}",
+        body = calls_leaf_with(7)
+    );
+    for mode in [Mode::Safe, Mode::Thunks, Mode::Aliases] {
+        let (ok, summary, merged) = real_merge_passes(&text, mode);
+        assert_eq!(merged, 1, "{mode:?}");
+        assert!(ok, "{mode:?}: {summary}");
+    }
+}
+
+#[test]
+fn a_similar_merge_adds_no_call_whatever_it_passes() {
+    // `%a` and `%b` differ in a constant: one shared body takes it as a parameter. Local
+    // members are removed and `%main`'s calls of them pass the constant to the shared body;
+    // exported ones become thunks passing it.
+    for linkage in ["local", "export"] {
+        let member = |name: &str, k: i64| {
+            format!(
+                "; linkage: %{name} {linkage}\nfunction %{name}(i64) -> i64 {{\n    fn0 = %leaf(i64, i64) -> i64\n\
+                 block0(v0: i64):\n    v1 = iconst.i64 {k}\n    v2 = call fn0(v0, v1)\n    \
+                 v3 = imul v2, v0\n    v4 = iadd v3, v1\n    v5 = call fn0(v4, v2)\n    \
+                 v6 = iadd v5, v1\n    return v6\n}}\n\n"
+            )
+        };
+        let text = member("a", 3)
+            + &member("b", 5)
+            + "function %main(i64) -> i64 {\n    fn0 = %a(i64) -> i64\n    fn1 = %b(i64) -> i64\n\
+               block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = call fn1(v1)\n    return v2\n}\n"
+            + LEAF;
+        let original = read(&text);
+        let similar = SimilarOptions {
+            min_saving: i64::MIN / 2,
+            ..SimilarOptions::default()
+        };
+        for mode in [Mode::Safe, Mode::Thunks, Mode::Aliases] {
+            let mut merged = original.clone();
+            let options = MergeOptions {
+                mode,
+                similar: Some(similar.clone()),
+                ..MergeOptions::default()
+            };
+            let (report, _) = merge_module_with_options(&mut merged, &options);
+            let groups = report.similar.as_ref().map_or(0, Vec::len);
+            assert_eq!(groups, 1, "{mode:?}: the two members share a body");
+            let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+            assert!(checked.is_ok(), "{mode:?}: {}", checked.summary());
+        }
+    }
+}
