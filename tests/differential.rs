@@ -2050,7 +2050,8 @@ block0(v0: i64, v1: i64):
         ("v3", "v1", "v1", false),
     ] {
         let original = module_from_text(&text(-1, divisor, compared, returned), &[]);
-        let params = clif_merge::verify::demanded::DemandedParams::of(&original, &ClifModule::new());
+        let params =
+            clif_merge::verify::demanded::DemandedParams::of(&original, &ClifModule::new());
         let func = &original.function(original.resolve(&name).unwrap()).func;
         let demand = clif_merge::verify::demanded::demanded_values(func, &original, &params);
         let constant = func

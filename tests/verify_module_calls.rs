@@ -18,8 +18,10 @@ const LEAF: &str = "
 function %leaf(i64, i64) -> i64 {
 block0(v0: i64, v1: i64):
     v2 = load.i64 v0
-    v3 = imul_imm v2, 0x9e37_79b9_7f4a_7c15
-    v4 = icmp_imm eq v3, 0x1234
+    v6 = iconst.i64 0x9e37_79b9_7f4a_7c15
+    v3 = imul v2, v6
+    v7 = iconst.i64 0x1234
+    v4 = icmp eq v3, v7
     brif v4, block1, block2
 block1:
     return v1
@@ -39,9 +41,30 @@ fn calls_leaf_with(k: i64) -> String {
 
 #[test]
 fn another_argument_to_a_module_function_is_reported() {
-    let (reported, summary) = planted("(i64) -> i64", &calls_leaf_with(7), &calls_leaf_with(8), LEAF);
+    let (reported, summary) = planted(
+        "(i64) -> i64",
+        &calls_leaf_with(7),
+        &calls_leaf_with(8),
+        LEAF,
+    );
     assert!(reported, "{summary}");
-    assert!(summary.contains("calls into the module differ"), "{summary}");
+    // What the mismatch says: the call, not an outcome (every run returns 0 on both sides).
+    let module = |g: &str| {
+        format!(
+            "function %f(i64) -> i64 {{\n{}\n}}\n\nfunction %g(i64) -> i64 {{\n{g}\n}}\n{LEAF}",
+            calls_leaf_with(7)
+        )
+    };
+    let original = read(&module(&calls_leaf_with(8)));
+    let report = wrong_merges::merged(&original, Mode::Aliases).0;
+    let wrong = read(&module(&calls_leaf_with(7)));
+    let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    let first = checked.mismatches.first().expect("a mismatch").to_string();
+    assert!(first.contains("calls into the module differ"), "{first}");
+    assert!(
+        first.contains("i64 8") && first.contains("i64 7"),
+        "{first}"
+    );
 }
 
 #[test]
@@ -51,7 +74,7 @@ fn an_exact_merge_through_thunks_adds_no_call() {
     let text = format!(
         "function %f(i64) -> i64 {{\n{body}\n}}\n\nfunction %g(i64) -> i64 {{\n{body}\n}}\n\n\
          function %main(i64) -> i64 {{\n    fn0 = %g(i64) -> i64\n\
-         block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = iadd_imm v1, 1\n    return v2\n}}\n{LEAF}",
+         block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = iadd v1, v0\n    return v2\n}}\n{LEAF}",
         body = calls_leaf_with(7)
     );
     for mode in [Mode::Safe, Mode::Thunks, Mode::Aliases] {

@@ -93,8 +93,11 @@ impl DemandedParams {
         // names (calls, takes the address of, or receives as a parameter's target) grew. The
         // least fixed point is the same whatever the order.
         let functions: Vec<&crate::module::ModuleFunction> = module.functions().collect();
-        let index: FxHashMap<&FuncName, usize> =
-            functions.iter().enumerate().map(|(i, mf)| (&mf.name, i)).collect();
+        let index: FxHashMap<&FuncName, usize> = functions
+            .iter()
+            .enumerate()
+            .map(|(i, mf)| (&mf.name, i))
+            .collect();
         let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
         for (i, mf) in functions.iter().enumerate() {
             let named = (mf.func.dfg.ext_funcs.values())
@@ -381,11 +384,7 @@ impl Results {
 
 /// The demanded bits of every value of `func` (absent: none), given what the parameters of
 /// the module's functions demand, when all it does is observed (a function the check runs).
-pub fn demanded_values(
-    func: &Function,
-    module: &ClifModule,
-    params: &DemandedParams,
-) -> Demand {
+pub fn demanded_values(func: &Function, module: &ClifModule, params: &DemandedParams) -> Demand {
     demanded_from(func, module, params, Observed::All)
 }
 
@@ -451,7 +450,13 @@ fn demanded_from(
                         match possible_callees(func, args[0], params) {
                             Some(callees) => callees.iter().fold(0, |acc, callee| {
                                 let callee = Some(callee.clone());
-                                acc | params.argument(module, callee, k - 1, full, &looked_at(&demand))
+                                acc | params.argument(
+                                    module,
+                                    callee,
+                                    k - 1,
+                                    full,
+                                    &looked_at(&demand),
+                                )
                             }),
                             None => full,
                         }
@@ -519,7 +524,9 @@ pub fn call_argument_demand(
     };
     let indirect = matches!(op, Opcode::CallIndirect | Opcode::ReturnCallIndirect);
     let callees = match indirect {
-        true => args.first().and_then(|&a| possible_callees(func, a, params)),
+        true => args
+            .first()
+            .and_then(|&a| possible_callees(func, a, params)),
         false => callee_of(func, inst).map(|callee| vec![callee]),
     };
     let first_parameter = usize::from(indirect);

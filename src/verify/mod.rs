@@ -91,10 +91,10 @@
 //! (`Unchanged::closed`) is not run at all: it is counted as *unchanged*, apart from the
 //! checked ones.
 
+pub mod demanded;
 mod fills;
 mod guide;
 mod inputs;
-pub mod demanded;
 mod memory;
 mod module_calls;
 mod names;
@@ -174,9 +174,25 @@ pub fn verify_merge(
     let stubs_b = Stubs::new(merged, &names.names);
     let intended = aliases_made(report);
     let resolved = [
-        Resolved::new(original, original, &names, &stubs_a, &one_symbol(original, &intended)),
-        Resolved::new(merged, original, &names, &stubs_b, &one_symbol(merged, &intended))
-            .with_shared_bodies(&names, shared_bodies(report)),
+        Resolved::new(
+            original,
+            original,
+            &names,
+            &stubs_a,
+            &one_symbol(original, &intended),
+        ),
+        Resolved::new(
+            merged,
+            original,
+            &names,
+            &stubs_b,
+            &one_symbol(merged, &intended),
+        )
+        .with_similar_groups(
+            &names,
+            original,
+            report.similar.as_deref().unwrap_or_default(),
+        ),
     ];
     let unchanged = Unchanged::new(&resolved[0], &resolved[1]);
     let closed = unchanged.closed(&resolved[0], &names);
@@ -221,11 +237,6 @@ pub fn verify_merge(
         out.absorb(piece);
     }
     out
-}
-
-/// The shared body of each similar group, with how many parameters it takes past its members'.
-fn shared_bodies(report: &MergeReport) -> impl Iterator<Item = (&FuncName, usize)> {
-    (report.similar.iter().flatten()).map(|group| (&group.shared, group.parameters))
 }
 
 /// Each alias of `original` as an entry of its own: its name with its target's body. Other
@@ -707,8 +718,7 @@ fn costly(run: &Run, steps: u64, fuel: u64) -> bool {
     run.outcome.is_inconclusive() && steps >= fuel / COSTLY_SHARE
 }
 
-impl FuelSpent {
-}
+impl FuelSpent {}
 
 /// The share of the fuel a run that did not end in the short fuel takes on its own fill
 /// before the other fills (`OWN_FILL_FIRST`).

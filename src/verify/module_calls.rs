@@ -16,26 +16,34 @@
 //!   passed on where the result is dropped, is not observed).
 //!
 //! What a merge may change on the way, and how it is not recorded:
-//! - *Forwarders* (a thunk of an exact merge, a similar member's thunk passing its constants to
-//!   the shared body) are frames the original does not have: the first body is the first
-//!   function entered that is not one, and a call of one is recorded at its call site.
+//! - *Forwarders* are frames the original may not have: the first body is the first function
+//!   entered that is not one, and a call of one is recorded at its call site. A forwarder is a
+//!   function that passes its parameters, in order, to one direct call and returns its results
+//!   (a thunk of an exact merge, on either side alike), and on the merged side a similar
+//!   group's member (a thunk passing its constants to the shared body, or its stand-in). A
+//!   function of the original that passes constants too is a body: so is the shared body made
+//!   of it (unless every member of its group forwards as a thunk does).
 //! - A similar group's shared body takes the member's arguments then the group's own (its
 //!   constants, callees and record): only the member's are recorded, since a call of a removed
 //!   member becomes a call of the shared body with those added.
-//!
-//! A function of the original that only forwards is a forwarder on both sides alike.
 
 use super::demanded::{Demand, DemandedParams, call_argument_demand, demanded_values};
 use super::outcome::{ModuleCall, Observed};
+use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::ClifModule;
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Value};
+use cranelift_codegen::ir::{Function, Inst, Opcode};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-/// How many instructions a forwarder may have: a call, its return, and a constant or an
-/// address for each extra argument (a similar group adds a handful).
-const FORWARDER_MAX_INSTS: usize = 64;
+/// What a call of one function is to the record of calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CallRole {
+    /// It forwards: the body it reaches stands for it.
+    Forwarder,
+    /// A body, taking `extra` parameters past its callers' own (a shared body: its group's).
+    Body { extra: usize },
+}
 
 /// Where a run stands with its first body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,11 +61,9 @@ enum FirstBody {
 pub(super) struct CallRecorder<'a> {
     module: &'a ClifModule,
     demanded: Arc<DemandedParams>,
-    /// The shared bodies of similar groups, by address: how many parameters each takes past
-    /// its members' own.
-    extra_params: FxHashMap<usize, usize>,
-    /// Whether each function (by address) is a forwarder, found at its first call.
-    forwarders: FxHashMap<usize, bool>,
+    /// The roles the merge report gives (similar groups' members and shared bodies), by address;
+    /// each other function's, found at its first call.
+    roles: FxHashMap<usize, CallRole>,
     /// The demanded bits of each first body's values, and of each call's arguments in it.
     value_demand: FxHashMap<usize, Demand>,
     call_demand: FxHashMap<(usize, Inst), Vec<u128>>,
@@ -66,18 +72,17 @@ pub(super) struct CallRecorder<'a> {
 }
 
 impl<'a> CallRecorder<'a> {
-    /// The recorder of `module`'s side, whose parameters demand `demanded`, and whose similar
-    /// groups' shared bodies take `extra_params` (by address).
+    /// The recorder of `module`'s side, whose parameters demand `demanded`, with the roles the
+    /// merge report gives (by address).
     pub(super) fn new(
         module: &'a ClifModule,
         demanded: Arc<DemandedParams>,
-        extra_params: FxHashMap<usize, usize>,
+        roles: FxHashMap<usize, CallRole>,
     ) -> CallRecorder<'a> {
         CallRecorder {
             module,
             demanded,
-            extra_params,
-            forwarders: FxHashMap::default(),
+            roles,
             value_demand: FxHashMap::default(),
             call_demand: FxHashMap::default(),
             first_body: FirstBody::NotYet,
@@ -99,12 +104,17 @@ impl<'a> CallRecorder<'a> {
     /// `func` is entered in a frame at `depth`: the first body, when it is the first function
     /// entered that does not forward.
     pub(super) fn entered(&mut self, func: &Function, depth: usize) {
-        let at = address(func);
-        if self.first_body == FirstBody::NotYet
-            && !*self.forwarders.entry(at).or_insert_with(|| is_forwarder(func))
-        {
-            self.first_body = FirstBody::At { depth, func: at };
+        if self.first_body == FirstBody::NotYet && self.role(func) != CallRole::Forwarder {
+            let func = address(func);
+            self.first_body = FirstBody::At { depth, func };
         }
+    }
+
+    fn role(&mut self, func: &Function) -> CallRole {
+        *(self.roles.entry(address(func))).or_insert_with(|| match is_forwarding_thunk(func) {
+            true => CallRole::Forwarder,
+            false => CallRole::Body { extra: 0 },
+        })
     }
 
     /// The call `inst` of `caller`, whose frame is at `depth`, of the module's function `callee`
@@ -121,7 +131,12 @@ impl<'a> CallRecorder<'a> {
         imports_before: usize,
         stores_before: usize,
     ) {
-        if self.first_body != (FirstBody::At { depth, func: address(caller) }) {
+        if self.first_body
+            != (FirstBody::At {
+                depth,
+                func: address(caller),
+            })
+        {
             return;
         }
         let tail = matches!(
@@ -131,7 +146,10 @@ impl<'a> CallRecorder<'a> {
         if tail {
             self.first_body = FirstBody::Left;
         }
-        let extra = self.extra_params.get(&address(callee)).copied().unwrap_or(0);
+        let extra = match self.role(callee) {
+            CallRole::Body { extra } => extra,
+            CallRole::Forwarder => 0,
+        };
         let own = args.len().saturating_sub(extra);
         let mut demanded = self.argument_demand(caller, inst);
         demanded.resize(own, u128::MAX);
@@ -155,105 +173,7 @@ impl<'a> CallRecorder<'a> {
     }
 }
 
-fn address(func: &Function) -> usize {
+/// The address `func` is known by in the maps of roles.
+pub(super) fn address(func: &Function) -> usize {
     func as *const Function as usize
-}
-
-/// Whether `func` only passes its parameters, in order, then constants and addresses, to one
-/// direct call and returns its results (or tail-calls): a thunk, of an exact or a similar merge.
-pub(super) fn is_forwarder(func: &Function) -> bool {
-    let mut blocks = func.layout.blocks();
-    let (Some(entry), None) = (blocks.next(), blocks.next()) else {
-        return false;
-    };
-    let params = func.dfg.block_params(entry);
-    let mut made: Vec<Value> = Vec::new();
-    let mut insts = func.layout.block_insts(entry);
-    for (count, inst) in insts.by_ref().enumerate() {
-        if count >= FORWARDER_MAX_INSTS {
-            return false;
-        }
-        let data = &func.dfg.insts[inst];
-        match data.opcode() {
-            Opcode::Iconst
-            | Opcode::F32const
-            | Opcode::F64const
-            | Opcode::SymbolValue
-            | Opcode::FuncAddr => made.extend_from_slice(func.dfg.inst_results(inst)),
-            Opcode::Call | Opcode::ReturnCall => {
-                let InstructionData::Call { args, opcode, .. } = data else {
-                    return false;
-                };
-                let args = args.as_slice(&func.dfg.value_lists);
-                let forwards = args.len() >= params.len()
-                    && args[..params.len()] == *params
-                    && args[params.len()..].iter().all(|v| made.contains(v));
-                if !forwards {
-                    return false;
-                }
-                if *opcode == Opcode::ReturnCall {
-                    return insts.next().is_none();
-                }
-                let returns_results = insts.next().is_some_and(|ret| {
-                    matches!(
-                        func.dfg.insts[ret],
-                        InstructionData::MultiAry { opcode: Opcode::Return, args }
-                            if args.as_slice(&func.dfg.value_lists) == func.dfg.inst_results(inst)
-                    )
-                });
-                return returns_results && insts.next().is_none();
-            }
-            _ => return false,
-        }
-    }
-    false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::read::{ReadOptions, read_module_text};
-    use std::path::Path;
-
-    fn first_function(text: &str) -> Function {
-        let module = read_module_text(Path::new("t.clif"), text, ReadOptions::default());
-        let module = module.expect("valid module");
-        let first = module.functions().next().expect("a function");
-        (*first.func).clone()
-    }
-
-    #[test]
-    fn thunks_forward_with_or_without_constants() {
-        let exact = "function %t(i64) -> i64 {\n    fn0 = %b(i64) -> i64\n\
-                     block0(v0: i64):\n    v1 = call fn0(v0)\n    return v1\n}\n";
-        let member = "function %t(i64) -> i64 {\n    fn0 = %s(i64, i32, i64) -> i64\n\
-                      fn1 = %imp(i64) -> i64\nblock0(v0: i64):\n    v1 = iconst.i32 7\n    \
-                      v2 = func_addr.i64 fn1\n    return_call fn0(v0, v1, v2)\n}\n";
-        assert!(is_forwarder(&first_function(exact)));
-        assert!(is_forwarder(&first_function(member)));
-    }
-
-    #[test]
-    fn bodies_do_not_forward() {
-        let bodies = [
-            // Its parameters in another order.
-            "function %t(i64, i64) -> i64 {\n    fn0 = %b(i64, i64) -> i64\n\
-             block0(v0: i64, v1: i64):\n    v2 = call fn0(v1, v0)\n    return v2\n}\n",
-            // A value computed from a parameter.
-            "function %t(i64) -> i64 {\n    fn0 = %b(i64, i64) -> i64\n\
-             block0(v0: i64):\n    v1 = iadd_imm v0, 1\n    v2 = call fn0(v0, v1)\n    \
-             return v2\n}\n",
-            // Not the call's result.
-            "function %t(i64) -> i64 {\n    fn0 = %b(i64) -> i64\n\
-             block0(v0: i64):\n    v1 = call fn0(v0)\n    return v0\n}\n",
-            // Two calls.
-            "function %t(i64) -> i64 {\n    fn0 = %b(i64) -> i64\n\
-             block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = call fn0(v0)\n    return v2\n}\n",
-            // No call.
-            "function %t(i64) -> i64 {\nblock0(v0: i64):\n    return v0\n}\n",
-        ];
-        for text in bodies {
-            assert!(!is_forwarder(&first_function(text)), "{text}");
-        }
-    }
 }

@@ -2,7 +2,10 @@
 //! not define.
 
 use super::demanded::DemandedParams;
+use super::module_calls::{CallRole, address};
+use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName};
+use crate::similar::SimilarGroup;
 use cranelift_codegen::ir::{Function, GlobalValueData, Opcode, Signature, UserFuncName};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -144,9 +147,9 @@ pub(super) struct Resolved<'a> {
     pub(super) slot_fn: Vec<Option<&'a Function>>,
     /// The stand-ins, by address (a number, so that the pieces share it across threads).
     pub(super) stubs: FxHashMap<usize, (&'a FuncName, &'a StubKind)>,
-    /// The shared bodies of similar groups, by address: how many parameters each takes past
-    /// its members' own (see `module_calls.rs`). Empty until [`Resolved::with_shared_bodies`].
-    pub(super) extra_params: FxHashMap<usize, usize>,
+    /// The roles the merge report gives functions in the record of calls, by address (see
+    /// `module_calls.rs`). Empty until [`Resolved::with_similar_groups`].
+    pub(super) roles: FxHashMap<usize, CallRole>,
     /// The module.
     pub(super) module: &'a ClifModule,
     /// What its functions' parameters demand (see `demanded.rs`).
@@ -197,23 +200,46 @@ impl<'a> Resolved<'a> {
             slot_of,
             slot_fn,
             stubs,
-            extra_params: FxHashMap::default(),
+            roles: FxHashMap::default(),
             module,
             demanded: Arc::new(DemandedParams::of(module, entries)),
         }
     }
 
-    /// This side, whose module defines the shared bodies `shared`, each named with how many
-    /// parameters it takes past its members' own.
-    pub(super) fn with_shared_bodies(
+    /// This side, whose module is merged with the similar groups `groups` of the original
+    /// `original`: their members forward to their shared bodies, which are bodies taking the
+    /// group's parameters past the members' own (unless every member forwards in `original`).
+    pub(super) fn with_similar_groups(
         mut self,
         names: &Names,
-        shared: impl IntoIterator<Item = (&'a FuncName, usize)>,
+        original: &ClifModule,
+        groups: &[SimilarGroup],
     ) -> Resolved<'a> {
-        for (name, extra) in shared {
-            if let Some(&i) = names.index_of.get(name) {
-                let func = self.by_name[i as usize];
-                self.extra_params.insert(func as *const Function as usize, extra);
+        let forwards = |name: &FuncName| {
+            (original.resolve(name))
+                .is_some_and(|id| is_forwarding_thunk(&original.function(id).func))
+        };
+        for group in groups {
+            let function = |name: &FuncName| {
+                let i = *names.index_of.get(name)?;
+                Some(address(self.by_name[i as usize]))
+            };
+            let members: Vec<usize> = group
+                .members
+                .iter()
+                .filter_map(|m| function(&m.name))
+                .collect();
+            let role = match group.members.iter().all(|m| forwards(&m.name)) {
+                true => CallRole::Forwarder,
+                false => CallRole::Body {
+                    extra: group.parameters,
+                },
+            };
+            if let Some(shared) = function(&group.shared) {
+                self.roles.insert(shared, role);
+            }
+            for member in members {
+                self.roles.insert(member, CallRole::Forwarder);
             }
         }
         self

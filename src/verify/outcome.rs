@@ -263,7 +263,11 @@ pub struct ModuleCall {
 
 impl ModuleCall {
     fn same_as(&self, other: &ModuleCall) -> bool {
-        let demanded = self.demanded.iter().zip(&other.demanded).map(|(a, b)| a & b);
+        let demanded = self
+            .demanded
+            .iter()
+            .zip(&other.demanded)
+            .map(|(a, b)| a & b);
         self.imports_before == other.imports_before
             && self.stores_before == other.stores_before
             && self.args.len() == other.args.len()
@@ -351,7 +355,9 @@ fn same_in_bits(a: &Observed, b: &Observed, bits: u128) -> bool {
         return true;
     }
     match (a.value().and_then(int_bits), b.value().and_then(int_bits)) {
-        (Some(x), Some(y)) => a.value().map(DataValue::ty) == b.value().map(DataValue::ty) && (x ^ y) & bits == 0,
+        (Some(x), Some(y)) => {
+            a.value().map(DataValue::ty) == b.value().map(DataValue::ty) && (x ^ y) & bits == 0
+        }
         _ => a.same_as(b),
     }
 }

@@ -8,9 +8,9 @@ mod fast_tests;
 use super::guide::Trace;
 use super::inputs::{fnv, mix, small_mostly, value_of_bits};
 use super::memory::{Fill, Pin};
+use super::module_calls::CallRecorder;
 use super::names::{Names, Resolved, StubKind, Unchanged};
 use super::options::VerifyOptions;
-use super::module_calls::CallRecorder;
 use super::outcome::{Callee, ImportCall, Observed, Outcome, Run, Trap};
 use super::state::cycle::CycleWatch;
 use super::state::{Machine, raw_of};
@@ -55,7 +55,7 @@ impl<'a> Side<'a> {
             calls: CallRecorder::new(
                 resolved.module,
                 resolved.demanded.clone(),
-                resolved.extra_params.clone(),
+                resolved.roles.clone(),
             ),
             at: None,
             unsupported_at: String::new(),

@@ -19,12 +19,12 @@
 //!   reads) or by evaluating the function and the mutant symbolically over the module
 //!   (`equivalence.rs`). Each such mutant is shown to the caller with its [`Proof`].
 
-use clif_merge::verify::demanded::{
-    DemandedParams, call_change_is_undemanded, change_is_undemanded, demanded_values,
-};
 use super::equivalence::proven_equivalent;
 use super::r#gen::Choices;
 use super::mutate::{Kind, mutate_one_field, reachable_insts};
+use clif_merge::verify::demanded::{
+    DemandedParams, call_change_is_undemanded, change_is_undemanded, demanded_values,
+};
 use clif_merge::verify::{VerifyOptions, run_function};
 use clif_merge::{ClifModule, FuncName, SymbolLinkage};
 use cranelift_codegen::data_value::DataValue;
