@@ -102,6 +102,10 @@ fn a_similar_merge_adds_no_call_whatever_it_passes() {
             + &member("b", 5)
             + "function %main(i64) -> i64 {\n    fn0 = %a(i64) -> i64\n    fn1 = %b(i64) -> i64\n\
                block0(v0: i64):\n    v1 = call fn0(v0)\n    v2 = call fn1(v1)\n    return v2\n}\n"
+            // A forwarder of a member: its call of a removed member passes the shared body's
+            // extra arguments, and it still forwards.
+            + "function %forwards(i64) -> i64 {\n    fn0 = %b(i64) -> i64\n\
+               block0(v0: i64):\n    v1 = call fn0(v0)\n    return v1\n}\n"
             + LEAF;
         let original = read(&text);
         let similar = SimilarOptions {

@@ -208,7 +208,8 @@ impl<'a> Resolved<'a> {
 
     /// This side, whose module is merged with the similar groups `groups` of the original
     /// `original`: their members forward to their shared bodies, which are bodies taking the
-    /// group's parameters past the members' own (unless every member forwards in `original`).
+    /// group's parameters past the members' own (unless every member forwards in `original`),
+    /// and what forwards in `original` forwards here.
     pub(super) fn with_similar_groups(
         mut self,
         names: &Names,
@@ -219,6 +220,14 @@ impl<'a> Resolved<'a> {
             (original.resolve(name))
                 .is_some_and(|id| is_forwarding_thunk(&original.function(id).func))
         };
+        // A function that forwards in the original forwards here too, though its call now
+        // passes a shared body's extra arguments (a caller of a removed member).
+        for (i, name) in names.names.iter().enumerate() {
+            if forwards(name) {
+                self.roles
+                    .insert(address(self.by_name[i]), CallRole::Forwarder);
+            }
+        }
         for group in groups {
             let function = |name: &FuncName| {
                 let i = *names.index_of.get(name)?;
