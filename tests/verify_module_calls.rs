@@ -1,4 +1,4 @@
-//! `--verify` compares the arguments of calls into the module (`src/verify/module_calls.rs`): a
+//! `VerifyOptions::module_calls` compares the arguments of calls into the module (`src/verify/module_calls.rs`): a
 //! merged body that passes another value to a function of the module is wrong even where the
 //! callee's use of it lies past a test of memory no run passes. And a right merge's forwarders
 //! (exact thunks, similar members' thunks, callers redirected to a shared body with extra
@@ -7,9 +7,27 @@
 #[path = "common/planted.rs"]
 mod wrong_merges;
 
+use clif_merge::ClifModule;
 use clif_merge::verify::{VerifyOptions, verify_merge};
 use clif_merge::{MergeOptions, Mode, SimilarOptions, merge_module_with_options};
-use wrong_merges::{planted, read, real_merge_passes};
+use wrong_merges::{merged, read};
+
+/// The check with calls into the module compared (`VerifyOptions::module_calls`).
+fn with_calls() -> VerifyOptions {
+    VerifyOptions {
+        module_calls: true,
+        ..VerifyOptions::default()
+    }
+}
+
+/// Whether the real merge of `text` in `mode` passes the check with calls compared, with its
+/// summary and how many functions it merged.
+fn real_merge_passes(text: &str, mode: Mode) -> (bool, String, usize) {
+    let original = read(text);
+    let (report, merged) = merged(&original, mode);
+    let checked = verify_merge(&original, &merged, &report, &with_calls());
+    (checked.is_ok(), checked.summary(), report.merged)
+}
 
 /// `%leaf(p, k)`: `k` when the word at `p`, times an odd constant, is 0x1234 — a word no fill
 /// of memory nothing stored to holds, and no steering reaches through the multiplication —
@@ -41,13 +59,6 @@ fn calls_leaf_with(k: i64) -> String {
 
 #[test]
 fn another_argument_to_a_module_function_is_reported() {
-    let (reported, summary) = planted(
-        "(i64) -> i64",
-        &calls_leaf_with(7),
-        &calls_leaf_with(8),
-        LEAF,
-    );
-    assert!(reported, "{summary}");
     // What the mismatch says: the call, not an outcome (every run returns 0 on both sides).
     let module = |g: &str| {
         format!(
@@ -56,9 +67,11 @@ fn another_argument_to_a_module_function_is_reported() {
         )
     };
     let original = read(&module(&calls_leaf_with(8)));
-    let report = wrong_merges::merged(&original, Mode::Aliases).0;
-    let wrong = read(&module(&calls_leaf_with(7)));
-    let checked = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    let report = merged(&original, Mode::Aliases).0;
+    let wrong: ClifModule = read(&module(&calls_leaf_with(7)));
+    let unseen = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    assert!(unseen.is_ok(), "{}", unseen.summary());
+    let checked = verify_merge(&original, &wrong, &report, &with_calls());
     let first = checked.mismatches.first().expect("a mismatch").to_string();
     assert!(first.contains("calls into the module differ"), "{first}");
     assert!(
@@ -122,7 +135,7 @@ fn a_similar_merge_adds_no_call_whatever_it_passes() {
             let (report, _) = merge_module_with_options(&mut merged, &options);
             let groups = report.similar.as_ref().map_or(0, Vec::len);
             assert_eq!(groups, 1, "{mode:?}: the two members share a body");
-            let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+            let checked = verify_merge(&original, &merged, &report, &with_calls());
             assert!(checked.is_ok(), "{mode:?}: {}", checked.summary());
         }
     }

@@ -62,7 +62,9 @@ enum Observed {
     Result(usize),
 }
 
-/// The demanded bits of the entry parameters of every function of a module.
+/// The demanded bits of the entry parameters of every function of a module (none known: every
+/// bit, by default).
+#[derive(Default)]
 pub struct DemandedParams {
     by_name: BTreeMap<FuncName, ParamDemand>,
     /// The functions whose address a parameter may hold, for the parameters that only ever

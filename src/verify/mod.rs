@@ -180,6 +180,7 @@ pub fn verify_merge(
             &names,
             &stubs_a,
             &one_symbol(original, &intended),
+            options.module_calls,
         ),
         Resolved::new(
             merged,
@@ -187,6 +188,7 @@ pub fn verify_merge(
             &names,
             &stubs_b,
             &one_symbol(merged, &intended),
+            options.module_calls,
         )
         .with_similar_groups(
             &names,
@@ -814,7 +816,14 @@ pub fn run_function(
 ) -> Run {
     let names = Names::new(&[module]);
     let stubs = Stubs::new(module, &names.names);
-    let resolved = Resolved::new(module, module, &names, &stubs, &one_symbol(module, &[]));
+    let resolved = Resolved::new(
+        module,
+        module,
+        &names,
+        &stubs,
+        &one_symbol(module, &[]),
+        options.module_calls,
+    );
     let mut side = Side::new(&resolved, &names);
     match module.resolve(name) {
         Some(id) => {

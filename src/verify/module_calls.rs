@@ -30,9 +30,9 @@
 use super::demanded::{Demand, DemandedParams, call_argument_demand, demanded_values};
 use super::outcome::{ModuleCall, Observed};
 use crate::edit::thunk::is_forwarding_thunk;
-use crate::module::ClifModule;
+use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::data_value::DataValue;
-use cranelift_codegen::ir::{Function, Inst, Opcode};
+use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -61,6 +61,8 @@ enum FirstBody {
 pub(super) struct CallRecorder<'a> {
     module: &'a ClifModule,
     demanded: Arc<DemandedParams>,
+    /// Whether calls are recorded ([`VerifyOptions::module_calls`](super::VerifyOptions)).
+    enabled: bool,
     /// The roles the merge report gives (similar groups' members and shared bodies), by address;
     /// each other function's, found at its first call.
     roles: FxHashMap<usize, CallRole>,
@@ -78,10 +80,12 @@ impl<'a> CallRecorder<'a> {
         module: &'a ClifModule,
         demanded: Arc<DemandedParams>,
         roles: FxHashMap<usize, CallRole>,
+        enabled: bool,
     ) -> CallRecorder<'a> {
         CallRecorder {
             module,
             demanded,
+            enabled,
             roles,
             value_demand: FxHashMap::default(),
             call_demand: FxHashMap::default(),
@@ -131,6 +135,9 @@ impl<'a> CallRecorder<'a> {
         imports_before: usize,
         stores_before: usize,
     ) {
+        if !self.enabled {
+            return;
+        }
         if self.first_body
             != (FirstBody::At {
                 depth,
@@ -177,3 +184,59 @@ impl<'a> CallRecorder<'a> {
 pub(super) fn address(func: &Function) -> usize {
     func as *const Function as usize
 }
+
+/// The callee of `func` when `func` passes its parameters, in order, then constants and
+/// addresses, to one direct call of a function `original` does not define (one the merge made:
+/// a shared body) and returns its results: a member's thunk, whatever report it comes from.
+pub(super) fn thunk_to_made_body(func: &Function, original: &ClifModule) -> Option<FuncName> {
+    let mut blocks = func.layout.blocks();
+    let (Some(entry), None) = (blocks.next(), blocks.next()) else {
+        return None;
+    };
+    let params = func.dfg.block_params(entry);
+    let mut made = Vec::new();
+    let mut insts = func.layout.block_insts(entry);
+    for inst in insts.by_ref().take(FORWARDER_MAX_INSTS) {
+        let data = &func.dfg.insts[inst];
+        match data.opcode() {
+            Opcode::Iconst
+            | Opcode::F32const
+            | Opcode::F64const
+            | Opcode::SymbolValue
+            | Opcode::FuncAddr => made.extend_from_slice(func.dfg.inst_results(inst)),
+            Opcode::Call | Opcode::ReturnCall => {
+                let InstructionData::Call {
+                    args,
+                    opcode,
+                    func_ref,
+                } = *data
+                else {
+                    return None;
+                };
+                let args = args.as_slice(&func.dfg.value_lists);
+                let forwards = args.len() >= params.len()
+                    && args[..params.len()] == *params
+                    && args[params.len()..].iter().all(|v| made.contains(v));
+                let callee = FuncName::of_external(&func.dfg.ext_funcs[func_ref].name, func)?;
+                let ends = match opcode {
+                    Opcode::ReturnCall => insts.next().is_none(),
+                    _ => {
+                        let ret = insts.next();
+                        ret.is_some_and(|ret| {
+                            func.dfg.insts[ret].opcode() == Opcode::Return
+                                && func.dfg.inst_args(ret) == func.dfg.inst_results(inst)
+                        }) && insts.next().is_none()
+                    }
+                };
+                let made_by_merge = original.resolve(&callee).is_none();
+                return (forwards && ends && made_by_merge).then_some(callee);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The most instructions a member's thunk has: a call, its return, and a constant or an address
+/// for each extra argument.
+const FORWARDER_MAX_INSTS: usize = 64;

@@ -2,7 +2,7 @@
 //! not define.
 
 use super::demanded::DemandedParams;
-use super::module_calls::{CallRole, address};
+use super::module_calls::{CallRole, address, thunk_to_made_body};
 use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName};
 use crate::similar::SimilarGroup;
@@ -154,17 +154,21 @@ pub(super) struct Resolved<'a> {
     pub(super) module: &'a ClifModule,
     /// What its functions' parameters demand (see `demanded.rs`).
     pub(super) demanded: Arc<DemandedParams>,
+    /// Whether calls into the module are compared ([`super::VerifyOptions::module_calls`]).
+    pub(super) module_calls: bool,
 }
 
 impl<'a> Resolved<'a> {
     /// `module`'s side, where the names of each pair of `one_symbol` are one symbol, and the
-    /// functions of `entries` are checked (run with any arguments).
+    /// functions of `entries` are checked (run with any arguments); what the parameters demand
+    /// is found only when `module_calls` are compared.
     pub(super) fn new(
         module: &'a ClifModule,
         entries: &ClifModule,
         names: &Names,
         stubs: &'a Stubs,
         one_symbol: &[(&FuncName, &FuncName)],
+        module_calls: bool,
     ) -> Resolved<'a> {
         let slot_of = names.slots(one_symbol);
         let stub_of: FxHashMap<&FuncName, &'a Function> =
@@ -202,7 +206,11 @@ impl<'a> Resolved<'a> {
             stubs,
             roles: FxHashMap::default(),
             module,
-            demanded: Arc::new(DemandedParams::of(module, entries)),
+            demanded: Arc::new(match module_calls {
+                true => DemandedParams::of(module, entries),
+                false => DemandedParams::default(),
+            }),
+            module_calls,
         }
     }
 
@@ -226,6 +234,21 @@ impl<'a> Resolved<'a> {
             if forwards(name) {
                 self.roles
                     .insert(address(self.by_name[i]), CallRole::Forwarder);
+            }
+        }
+        // A thunk passing constants to a body the merge made (a similar or global member), and
+        // that body, which takes them past the member's own parameters.
+        for i in 0..names.names.len() {
+            let func = self.by_name[i];
+            let Some(body) = thunk_to_made_body(func, original) else {
+                continue;
+            };
+            self.roles.insert(address(func), CallRole::Forwarder);
+            if let Some(&j) = names.index_of.get(&body) {
+                let body = self.by_name[j as usize];
+                let own = func.signature.params.len();
+                let extra = body.signature.params.len().saturating_sub(own);
+                (self.roles.entry(address(body))).or_insert(CallRole::Body { extra });
             }
         }
         for group in groups {

@@ -31,6 +31,11 @@ pub struct VerifyOptions {
     /// their runs end, as any other: the figure of what the check can run, with no function
     /// vouched for by that argument.
     pub run_unchanged: bool,
+    /// Also compare the arguments of the calls the checked function makes into the module, in
+    /// the bits the callee may observe (`module_calls.rs`). Off by default: the mutation
+    /// check's symbolic proofs show mutants whose arguments differ where the callee makes the
+    /// difference invisible, which this comparison would report as mismatches.
+    pub module_calls: bool,
 }
 
 impl VerifyOptions {
@@ -66,6 +71,7 @@ impl Default for VerifyOptions {
             max_stack_bytes: 16 << 20,
             only: None,
             run_unchanged: false,
+            module_calls: false,
         }
     }
 }

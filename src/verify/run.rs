@@ -56,6 +56,7 @@ impl<'a> Side<'a> {
                 resolved.module,
                 resolved.demanded.clone(),
                 resolved.roles.clone(),
+                resolved.module_calls,
             ),
             at: None,
             unsupported_at: String::new(),
