@@ -1666,9 +1666,16 @@ fn tally_with(
             *proven.entry(proof).or_insert(0) += 1;
             let mut corrupted = merged.clone();
             *corrupted.function_mut(id).func = mutant.clone();
-            if !verify_merge(original, &corrupted, report, &thorough).is_ok() {
+            let checked = verify_merge(original, &corrupted, report, &thorough);
+            if !checked.is_ok() {
                 refuted += 1;
+                if let Some(m) = checked.mismatches.first() {
+                    eprintln!("told apart: {m}");
+                }
                 eprintln!("refuted proof of equivalence ({proof:?}):\n{func}\n---\n{mutant}");
+                if std::env::var_os("MUT_DUMP_MODULE").is_some() {
+                    eprintln!("+++ module\n{}", clif_merge::emit::module_to_clif(merged));
+                }
             }
         };
         let corrupt =

@@ -57,19 +57,56 @@ fn calls_leaf_with(k: i64) -> String {
     )
 }
 
+/// `%if_clear(p, k)`: `k` when the word at `p` is 0, else 0.
+const IF_CLEAR: &str = "
+function %if_clear(i64, i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = load.i64 v0
+    brif v2, block2, block1
+block1:
+    return v1
+block2:
+    v3 = iconst.i64 0
+    return v3
+}
+";
+
+/// A body of `(i64, i64) -> i64` that stores 1 at its pointer — unless its second argument,
+/// times an odd constant, is 0x1234 (no argument of the check's, steered or not) — then
+/// passes the pointer and `k` to `%if_clear`. So every run sees 0 returned whatever `k`, but
+/// on memory that reads 0, the one argument no run takes returns `k`.
+fn clears_then_calls_with(k: i64) -> String {
+    format!(
+        "    fn0 = %if_clear(i64, i64) -> i64\n\
+         block0(v0: i64, v1: i64):\n    v2 = iconst.i64 0x9e37_79b9_7f4a_7c15\n    \
+         v3 = imul v1, v2\n    v4 = iconst.i64 0x1234\n    v5 = icmp eq v3, v4\n    \
+         brif v5, block2, block1\n\
+         block1:\n    v6 = iconst.i64 1\n    store v6, v0\n    jump block2\n\
+         block2:\n    v7 = iconst.i64 {k}\n    v8 = call fn0(v0, v7)\n    return v8"
+    )
+}
+
+/// A module of `%f` and `%g` (of `body(k)`, `body(k_g)`) and `callees`, merged in aliases mode
+/// as the original (`k_g` = 8) is, then with `%g`'s body put back with `k` = 7: a merge that
+/// wrongly took `%f` for `%g`.
+fn wrong_merge(body: fn(i64) -> String, k_g: i64, callees: &str) -> (ClifModule, ClifModule, clif_merge::MergeReport) {
+    let module = |g: &str| format!("function %f{}\n\nfunction %g{g}\n{callees}", body(7));
+    let original = read(&module(&body(k_g)));
+    let report = merged(&original, Mode::Aliases).0;
+    let wrong: ClifModule = read(&module(&body(7)));
+    (original, wrong, report)
+}
+
 #[test]
 fn another_argument_to_a_module_function_is_reported() {
-    // What the mismatch says: the call, not an outcome (every run returns 0 on both sides).
-    let module = |g: &str| {
-        format!(
-            "function %f(i64) -> i64 {{\n{}\n}}\n\nfunction %g(i64) -> i64 {{\n{g}\n}}\n{LEAF}",
-            calls_leaf_with(7)
-        )
-    };
-    let original = read(&module(&calls_leaf_with(8)));
-    let report = merged(&original, Mode::Aliases).0;
-    let wrong: ClifModule = read(&module(&calls_leaf_with(7)));
-    let unseen = verify_merge(&original, &wrong, &report, &VerifyOptions::default());
+    // What the mismatch says: the call, not an outcome (every run returns 0 on both sides):
+    // `%if_clear`, run alone on both calls' arguments, returns 8 and 7 where memory reads 0.
+    let body = |k| format!("(i64, i64) -> i64 {{\n{}\n}}", clears_then_calls_with(k));
+    let (original, wrong, report) = wrong_merge(body, 8, IF_CLEAR);
+    let unseen = verify_merge(&original, &wrong, &report, &VerifyOptions {
+        module_calls: false,
+        ..VerifyOptions::default()
+    });
     assert!(unseen.is_ok(), "{}", unseen.summary());
     let checked = verify_merge(&original, &wrong, &report, &with_calls());
     let first = checked.mismatches.first().expect("a mismatch").to_string();
@@ -78,6 +115,36 @@ fn another_argument_to_a_module_function_is_reported() {
         first.contains("i64 8") && first.contains("i64 7"),
         "{first}"
     );
+}
+
+#[test]
+fn another_argument_no_memory_shows_is_not_reported() {
+    // `%leaf` returns `k` only on memory no fill gives: run alone on both calls' arguments, it
+    // returns 0 on each; and a callee that never looks at the argument: the two sides' calls
+    // differ in bits the callee's demanded bits see, but nothing the check runs tells them
+    // apart, so no mismatch (a callee may hide a difference as no analysis sees).
+    let leaf = |k| format!("(i64) -> i64 {{\n{}\n}}", calls_leaf_with(k));
+    let (original, wrong, report) = wrong_merge(leaf, 8, LEAF);
+    let checked = verify_merge(&original, &wrong, &report, &with_calls());
+    assert!(checked.is_ok(), "{}", checked.summary());
+    let times_zero = "
+function %times_zero(i64, i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = iconst.i64 0
+    v3 = imul v1, v2
+    v4 = iadd v0, v3
+    return v4
+}
+";
+    let body = |k| {
+        format!(
+            "(i64) -> i64 {{\n    fn0 = %times_zero(i64, i64) -> i64\nblock0(v0: i64):\n    \
+             v1 = iconst.i64 {k}\n    v2 = call fn0(v0, v1)\n    return v2\n}}"
+        )
+    };
+    let (original, wrong, report) = wrong_merge(body, 8, times_zero);
+    let checked = verify_merge(&original, &wrong, &report, &with_calls());
+    assert!(checked.is_ok(), "{}", checked.summary());
 }
 
 #[test]

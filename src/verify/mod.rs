@@ -550,7 +550,9 @@ fn check_function<'a>(
             *out.unsupported_at
                 .entry(sides[0].unsupported_at.clone())
                 .or_default() += 1;
-        } else if !a.same_as(&b) {
+        } else if !a.same_effects(&b)
+            || module_calls::difference_shows(&mut sides[0], (&a, &b), options, fuel, fill)
+        {
             // (Otherwise an unsupported run on one side only is a mismatch: both sides run the
             // same bodies, so the interpreter should fail on both.)
             out.mismatches.push(Mismatch {

@@ -32,9 +32,9 @@ pub struct VerifyOptions {
     /// vouched for by that argument.
     pub run_unchanged: bool,
     /// Also compare the arguments of the calls the checked function makes into the module, in
-    /// the bits the callee may observe (`module_calls.rs`). Off by default: the mutation
-    /// check's symbolic proofs show mutants whose arguments differ where the callee makes the
-    /// difference invisible, which this comparison would report as mismatches.
+    /// the bits the callee may observe (`module_calls.rs`): where they differ, the callee runs
+    /// alone on both and a difference it shows on some memory is a mismatch, though no run of
+    /// the function reached it. On by default.
     pub module_calls: bool,
 }
 
@@ -71,7 +71,7 @@ impl Default for VerifyOptions {
             max_stack_bytes: 16 << 20,
             only: None,
             run_unchanged: false,
-            module_calls: false,
+            module_calls: true,
         }
     }
 }

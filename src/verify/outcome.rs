@@ -250,11 +250,15 @@ pub struct ImportCall {
 /// `module_calls.rs` for which calls are recorded on each side.
 #[derive(Clone, Debug)]
 pub struct ModuleCall {
+    /// The function called (in the module of its side).
+    pub callee: FuncName,
     /// The callee's own arguments (a shared body's: its member's, without the group's).
     pub args: Vec<Observed>,
     /// Of each argument, the bits the callee may observe (see `demanded.rs`): the two sides are
     /// compared in the bits both say it may.
     pub demanded: Vec<u128>,
+    /// Of each result, the bits the caller may observe (all of a tail call's).
+    pub results_demanded: Vec<u128>,
     /// How many calls of functions not run the run made before it.
     pub imports_before: usize,
     /// How many stores the run made before it.
@@ -263,14 +267,19 @@ pub struct ModuleCall {
 
 impl ModuleCall {
     fn same_as(&self, other: &ModuleCall) -> bool {
+        self.imports_before == other.imports_before
+            && self.stores_before == other.stores_before
+            && self.same_arguments(other)
+    }
+
+    /// Whether both calls pass the same arguments, in the bits both say the callee may observe.
+    pub(super) fn same_arguments(&self, other: &ModuleCall) -> bool {
         let demanded = self
             .demanded
             .iter()
             .zip(&other.demanded)
             .map(|(a, b)| a & b);
-        self.imports_before == other.imports_before
-            && self.stores_before == other.stores_before
-            && self.args.len() == other.args.len()
+        self.args.len() == other.args.len()
             && (self.args.iter().zip(&other.args).zip(demanded))
                 .all(|((a, b), bits)| same_in_bits(a, b, bits))
     }
@@ -333,12 +342,30 @@ impl Run {
         }
     }
 
-    /// Whether both runs ended the same way having called the same functions with the same
-    /// arguments and stored the same values at the same addresses in the same order.
-    pub(super) fn same_as(&self, other: &Run) -> bool {
-        self.outcome.same_as(&other.outcome)
-            && same_imports(&self.imports, &other.imports)
-            && first_other_call(&self.calls, &other.calls).is_none()
+    /// Whether both runs ended the same way having called the same functions not run with the
+    /// same arguments and stored the same values at the same addresses in the same order,
+    /// whatever calls into the module they recorded (see `module_calls::difference_shows`).
+    pub(super) fn same_effects(&self, other: &Run) -> bool {
+        self.outcome.same_as(&other.outcome) && self.same_side_effects(other)
+    }
+
+    /// [`Run::same_effects`], where returned values are compared only in `bits` of each (what
+    /// a caller looks at; all bits of a result past them).
+    pub(super) fn same_effects_seen(&self, other: &Run, bits: &[u128]) -> bool {
+        let bits = bits.iter().copied().chain(std::iter::repeat(u128::MAX));
+        let outcome = match (&self.outcome, &other.outcome) {
+            (Outcome::Returned(a), Outcome::Returned(b)) => {
+                a.len() == b.len()
+                    && (a.iter().zip(b).zip(bits)).all(|((x, y), m)| same_in_bits(x, y, m))
+            }
+            (a, b) => a.same_as(b),
+        };
+        outcome && self.same_side_effects(other)
+    }
+
+    /// Whether both runs called the same functions not run and stored the same.
+    fn same_side_effects(&self, other: &Run) -> bool {
+        same_imports(&self.imports, &other.imports)
             && self.stores.len() == other.stores.len()
             && self
                 .stores

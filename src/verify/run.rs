@@ -65,6 +65,11 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// The function `name` of this side's module.
+    pub(super) fn function(&self, name: &FuncName) -> Option<&'a Function> {
+        self.calls.function(name)
+    }
+
     /// Defines the read-only data object `name` with `bytes` for every run of this side.
     pub(super) fn define_data(&mut self, name: &FuncName, bytes: &[u8]) {
         self.state.define_data(&name.to_string(), bytes);
