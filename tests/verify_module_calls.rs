@@ -89,7 +89,11 @@ fn clears_then_calls_with(k: i64) -> String {
 /// A module of `%f` and `%g` (of `body(k)`, `body(k_g)`) and `callees`, merged in aliases mode
 /// as the original (`k_g` = 8) is, then with `%g`'s body put back with `k` = 7: a merge that
 /// wrongly took `%f` for `%g`.
-fn wrong_merge(body: fn(i64) -> String, k_g: i64, callees: &str) -> (ClifModule, ClifModule, clif_merge::MergeReport) {
+fn wrong_merge(
+    body: fn(i64) -> String,
+    k_g: i64,
+    callees: &str,
+) -> (ClifModule, ClifModule, clif_merge::MergeReport) {
     let module = |g: &str| format!("function %f{}\n\nfunction %g{g}\n{callees}", body(7));
     let original = read(&module(&body(k_g)));
     let report = merged(&original, Mode::Aliases).0;
@@ -103,10 +107,15 @@ fn another_argument_to_a_module_function_is_reported() {
     // `%if_clear`, run alone on both calls' arguments, returns 8 and 7 where memory reads 0.
     let body = |k| format!("(i64, i64) -> i64 {{\n{}\n}}", clears_then_calls_with(k));
     let (original, wrong, report) = wrong_merge(body, 8, IF_CLEAR);
-    let unseen = verify_merge(&original, &wrong, &report, &VerifyOptions {
-        module_calls: false,
-        ..VerifyOptions::default()
-    });
+    let unseen = verify_merge(
+        &original,
+        &wrong,
+        &report,
+        &VerifyOptions {
+            module_calls: false,
+            ..VerifyOptions::default()
+        },
+    );
     assert!(unseen.is_ok(), "{}", unseen.summary());
     let checked = verify_merge(&original, &wrong, &report, &with_calls());
     let first = checked.mismatches.first().expect("a mismatch").to_string();
