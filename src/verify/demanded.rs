@@ -151,7 +151,7 @@ impl DemandedParams {
     }
 
     /// The functions whose address parameter `k` of `name` only ever holds, when it is so (see
-    /// [`indirect_targets`]).
+    /// `indirect_targets`).
     pub fn targets_of(&self, name: &FuncName, k: usize) -> Option<Vec<FuncName>> {
         let set = self.targets.get(&(name.clone(), k))?;
         Some(set.iter().cloned().collect())

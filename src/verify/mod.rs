@@ -91,6 +91,7 @@
 //! (`Unchanged::closed`) is not run at all: it is counted as *unchanged*, apart from the
 //! checked ones.
 
+mod alone;
 pub mod demanded;
 mod fills;
 mod guide;
@@ -434,6 +435,8 @@ fn check_function<'a>(
     let mut search = guide::Search::default();
     let mut reached = Reached::default();
     let mut guided_lost = 0;
+    // The runs alone of callees left (`alone::difference_shows`).
+    let mut alone = alone::RUNS_ALONE_PER_FUNCTION;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
     for run in 0..options.runs {
@@ -551,7 +554,7 @@ fn check_function<'a>(
                 .entry(sides[0].unsupported_at.clone())
                 .or_default() += 1;
         } else if !a.same_effects(&b)
-            || module_calls::difference_shows(&mut sides[0], (&a, &b), options, fuel, fill)
+            || alone::difference_shows(&mut sides[0], (&a, &b), options, fill, &mut alone)
         {
             // (Otherwise an unsupported run on one side only is a mismatch: both sides run the
             // same bodies, so the interpreter should fail on both.)

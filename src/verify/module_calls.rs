@@ -19,7 +19,7 @@
 //! can hide it in ways the analysis does not model (`x * 0`, a call that always traps before
 //! the argument matters). So two calls that differ are a mismatch only where the callee,
 //! run alone on each call's arguments, behaves otherwise on some memory
-//! ([`difference_shows`]): then the merged body passes a value the callee tells apart.
+//! (`alone.rs`): then the merged body passes a value the callee tells apart.
 //!
 //! What a merge may change on the way, and how it is not recorded:
 //! - *Forwarders* are frames the original may not have: the first body is the first function
@@ -34,11 +34,7 @@
 //!   member becomes a call of the shared body with those added.
 
 use super::demanded::{Demand, DemandedParams, call_argument_demand, demanded_values};
-use super::inputs::mix;
-use super::memory::Fill;
-use super::options::VerifyOptions;
-use super::outcome::{ModuleCall, Observed, Run};
-use super::run::Side;
+use super::outcome::{ModuleCall, Observed};
 use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName};
 use cranelift_codegen::data_value::DataValue;
@@ -265,67 +261,3 @@ pub(super) fn thunk_to_made_body(func: &Function, original: &ClifModule) -> Opti
 /// The most instructions a member's thunk has: a call, its return, and a constant or an address
 /// for each extra argument.
 const FORWARDER_MAX_INSTS: usize = 64;
-
-/// Whether the runs `a` of the original and `b` of the merged side, alike in all but the calls
-/// into the module they recorded, differ where it shows: in a call whose callee (the
-/// original's) behaves otherwise on the merged side's arguments than on the original's.
-///
-/// A difference in arguments the callee's demanded bits see is not yet one the callee shows:
-/// those bits are what it *may* observe, and a callee can hide a difference in ways they do not
-/// model (`x * 0`, a value compared and then dropped). Reported as such, the mutation check's
-/// proofs of equivalence were refuted. So the callee runs alone on both argument vectors, on
-/// `side` (the original module's), on `fill` and on memory read as cleared, erased and hashed
-/// anew; the difference shows when the two runs of one memory end and differ in what they
-/// store or call, or return in bits the caller looks at. Arguments that are stack addresses
-/// cannot run alone: such a difference does not show. Nor do calls made in another order
-/// among the run's effects or another number of calls with the same effects: a call that
-/// always traps as the merged body does before it (a mutant the proofs show equivalent).
-pub(super) fn difference_shows(
-    side: &mut Side<'_>,
-    (a, b): (&Run, &Run),
-    options: &VerifyOptions,
-    fuel: u64,
-    fill: Fill,
-) -> bool {
-    let differing = (a.calls.iter().zip(&b.calls)).filter(|(x, y)| !x.same_arguments(y));
-    differing
-        .take(MAX_CALLS_RUN_ALONE)
-        .any(|(x, y)| callee_tells_apart(side, (x, y), options, fuel, fill))
-}
-
-/// Whether the callee of `x` (on `side`) tells `x`'s arguments from `y`'s (see
-/// [`difference_shows`]).
-fn callee_tells_apart(
-    side: &mut Side<'_>,
-    (x, y): (&ModuleCall, &ModuleCall),
-    options: &VerifyOptions,
-    fuel: u64,
-    fill: Fill,
-) -> bool {
-    let values = |call: &ModuleCall| -> Option<Vec<DataValue>> {
-        call.args.iter().map(|arg| arg.value().cloned()).collect()
-    };
-    let (Some(callee), Some(x_args), Some(y_args)) =
-        (side.function(&x.callee), values(x), values(y))
-    else {
-        return false;
-    };
-    let seed = match fill {
-        Fill::Hashed(seed) => mix(seed ^ CALLEE_FILL_SEED),
-        Fill::Byte(byte) => mix(u64::from(byte) ^ CALLEE_FILL_SEED),
-    };
-    let mut fills = vec![fill, Fill::Byte(0), Fill::Byte(0xff), Fill::Hashed(seed)];
-    fills.dedup();
-    fills.into_iter().any(|fill| {
-        let on_x = side.run(callee, &x_args, options, fuel, fill);
-        let on_y = side.run(callee, &y_args, options, fuel, fill);
-        let ended = |run: &Run| !run.outcome.is_inconclusive() && !run.outcome.is_unsupported();
-        ended(&on_x) && ended(&on_y) && !on_x.same_effects_seen(&on_y, &x.results_demanded)
-    })
-}
-
-/// The most calls that differ in arguments [`difference_shows`] runs the callee of.
-const MAX_CALLS_RUN_ALONE: usize = 4;
-
-/// Mixed into the seed of the hashed memory a callee runs alone on (`difference_shows`).
-const CALLEE_FILL_SEED: u64 = 0xca11_ee5e_ed00_0001;

@@ -363,6 +363,14 @@ impl Run {
         outcome && self.same_side_effects(other)
     }
 
+    /// Whether the two runs' effects part ways before the shorter sequence stops: a store or a
+    /// call not run that is another at the same place (for runs that may not have ended: what
+    /// either did up to there is what it did, on these arguments and this memory).
+    pub(super) fn effects_part_ways(&self, other: &Run) -> bool {
+        (self.stores.iter().zip(&other.stores)).any(|(a, b)| !a.same_as(b))
+            || (self.imports.iter().zip(&other.imports)).any(|(x, y)| !same_import(x, y))
+    }
+
     /// Whether both runs called the same functions not run and stored the same.
     fn same_side_effects(&self, other: &Run) -> bool {
         same_imports(&self.imports, &other.imports)
@@ -413,14 +421,15 @@ fn first_other_call(a: &[ModuleCall], b: &[ModuleCall]) -> Option<usize> {
 }
 
 fn same_imports(a: &[ImportCall], b: &[ImportCall]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            x.callee == y.callee
-                && x.stores_before == y.stores_before
-                && x.signature == y.signature
-                && x.args.len() == y.args.len()
-                && x.args.iter().zip(&y.args).all(|(p, q)| p.same_as(q))
-        })
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_import(x, y))
+}
+
+fn same_import(x: &ImportCall, y: &ImportCall) -> bool {
+    x.callee == y.callee
+        && x.stores_before == y.stores_before
+        && x.signature == y.signature
+        && x.args.len() == y.args.len()
+        && x.args.iter().zip(&y.args).all(|(p, q)| p.same_as(q))
 }
 
 /// A function that does not behave the same before and after.
