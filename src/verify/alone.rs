@@ -20,7 +20,8 @@ use cranelift_codegen::data_value::DataValue;
 /// on other seeds, in the whole fuel; the difference shows when the two runs of one memory end
 /// and differ in what they store or call, or return in bits the caller looks at, or when, not
 /// both ended, their stores or calls not run part ways before either stopped. Arguments
-/// that are stack addresses cannot run alone: such a difference does not show. Nor do calls
+/// that are stack addresses, or more or fewer than the callee takes, cannot run alone: such a
+/// difference does not show. Nor do calls
 /// made in another order among the run's effects or another number of calls with the same
 /// effects: a call that always traps as the merged body does before it (a mutant the proofs
 /// show equivalent). The runs alone of one function are at most `budget` (a right merge's
@@ -55,6 +56,13 @@ fn callee_tells_apart(
     else {
         return false;
     };
+    // Another number of arguments is a callee the record does not know to take extra ones (a
+    // shared body of a later similar round, which takes its members' and its group's): not one
+    // that can run on both.
+    let arity = callee.signature.params.len();
+    if x_args.len() != arity || y_args.len() != arity {
+        return false;
+    }
     let seed = match fill {
         Fill::Hashed(seed) => seed,
         Fill::Byte(byte) => u64::from(byte),
