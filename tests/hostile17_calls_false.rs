@@ -208,3 +208,61 @@ fn a_dead_call_removed_is_no_difference() {
     let mismatch = first_mismatch(&planted);
     assert!(mismatch.is_none(), "{}", mismatch.unwrap());
 }
+
+/// `%spill(x)`: stores `x` to a stack slot of its own, then returns 0.
+const SPILL: &str = "
+function %spill(i64) -> i64 {
+    ss0 = explicit_slot 8
+block0(v0: i64):
+    v2 = stack_addr.i64 ss0
+    store v0, v2
+    v1 = iconst.i64 0
+    return v1
+}
+";
+
+/// A body of `(i64) -> i64`: `%spill(x + add) + x`.
+fn spills(add: i64) -> String {
+    format!(
+        "    fn0 = %spill(i64) -> i64\nblock0(v0: i64):\n    v1 = iconst.i64 {add}\n    \
+         v2 = iadd v0, v1\n    v3 = call fn0(v2)\n    v4 = iadd v3, v0\n    return v4"
+    )
+}
+
+#[test]
+#[ignore = "defect: run alone, the callee's stores to its own stack slot (dead once it returns, \
+            and no difference in the caller's run) are compared: another value it only spills \
+            is a false mismatch"]
+fn another_value_a_callee_only_spills_to_its_own_frame_is_no_difference() {
+    let planted = rewrite("(i64) -> i64", &spills(0), &spills(1), SPILL);
+    assert_right_natively(&planted, I64_PRELUDE, I64_MAIN);
+    let mismatch = first_mismatch(&planted);
+    assert!(mismatch.is_none(), "{}", mismatch.unwrap());
+}
+
+/// `%same(x) = x`.
+const SAME: &str = "
+function %same(i64) -> i64 {
+block0(v0: i64):
+    return v0
+}
+";
+
+/// A body of `(i64) -> i64`: bit 0 of `%same(x + add)`, masked after the call.
+fn masked_after(add: i64) -> String {
+    format!(
+        "    fn0 = %same(i64) -> i64\nblock0(v0: i64):\n    v1 = iconst.i64 {add}\n    \
+         v2 = iadd v0, v1\n    v3 = call fn0(v2)\n    v4 = iconst.i64 1\n    v5 = band v3, v4\n    \
+         return v5"
+    )
+}
+
+#[test]
+fn another_value_in_bits_the_caller_masks_after_the_call_is_no_difference() {
+    // `%same`'s parameter is demanded in full (it returns it), but `%same` run alone returns
+    // values that differ only in bits the caller's `band` drops.
+    let planted = rewrite("(i64) -> i64", &masked_after(0), &masked_after(2), SAME);
+    assert_right_natively(&planted, I64_PRELUDE, I64_MAIN);
+    let mismatch = first_mismatch(&planted);
+    assert!(mismatch.is_none(), "{}", mismatch.unwrap());
+}
