@@ -285,3 +285,49 @@ fn another_vector_shifted_by_more_than_a_lane_is_reported() {
         checked.summary()
     );
 }
+
+/// `%set_if_clear(p, q)`: stores 1 at `p` when the word at `q` is 0; returns 0.
+const SET_IF_CLEAR: &str = "
+function %set_if_clear(i64, i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = load.i64 v1
+    brif v2, block2, block1
+block1:
+    v3 = iconst.i64 1
+    store v3, v0
+    jump block2
+block2:
+    v4 = iconst.i64 0
+    return v4
+}
+";
+
+/// `(q, key) -> i64`: two stack slots set to 0, `%set_if_clear(slot, q)` on the first slot
+/// (`k` = 8) or the second (7), then the first slot's word plus 7: 8 where the callee set the
+/// first, else 7.
+fn passes_a_slot(k: i64) -> String {
+    let slot = if k == 8 { "v10" } else { "v11" };
+    format!(
+        "(i64, i64) -> i64 {{\n    ss0 = explicit_slot 8\n    ss1 = explicit_slot 8\n    \
+         fn0 = %set_if_clear(i64, i64) -> i64\n{}block2:\n    v10 = stack_addr.i64 ss0\n    \
+         v11 = stack_addr.i64 ss1\n    v12 = iconst.i64 0\n    store v12, v10\n    \
+         store v12, v11\n    v13 = call fn0({slot}, v0)\n    v14 = load.i64 v10\n    \
+         v16 = iconst.i64 7\n    v15 = iadd v14, v16\n    return v15\n}}",
+        store_unless_key("v0: i64, v1: i64", "v1")
+    )
+}
+
+#[test]
+#[ignore = "defect (by the record's rule): another stack address passed is never run alone, \
+            so a merge that passes the callee another of the caller's slots, which it writes \
+            only on memory no run gives it, passes --verify fully checked"]
+fn another_stack_slot_passed_is_reported() {
+    let planted = wrong_merge(&passes_a_slot, SET_IF_CLEAR);
+    assert_wrong_natively(&planted, 1, &KEY.to_string());
+    let checked = check(&planted);
+    assert!(
+        !checked.is_ok(),
+        "the wrong merge passes: {}",
+        checked.summary()
+    );
+}
