@@ -1885,7 +1885,9 @@ fn corpus_mutations_are_reported() {
                 Seeds(0x0c0a_9005 ^ (stem.len() as u64) << 8 ^ similar as u64).data(1 << 16);
             let mut ch = common::r#gen::Choices::new(&choices);
             // `VERIFY_RUNS=N`: the check with another number of runs per function.
-            let runs = std::env::var("VERIFY_RUNS").ok().and_then(|s| s.parse().ok());
+            let runs = std::env::var("VERIFY_RUNS")
+                .ok()
+                .and_then(|s| s.parse().ok());
             let options = VerifyOptions {
                 runs: runs.unwrap_or(VerifyOptions::default().runs),
                 ..VerifyOptions::default()

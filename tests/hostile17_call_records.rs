@@ -121,9 +121,6 @@ fn assert_no_mismatch(fwd: &str, body: &str) {
 }
 
 #[test]
-#[ignore = "defect: a right exact merge that keeps a forwarder for an equal function with an \
-            unreachable block makes the sides record other calls (%g's on one, %h's on the \
-            other), and %g run alone on %h's arguments is a false mismatch in every mode"]
 fn a_body_merged_into_an_equal_forwarder_adds_no_mismatch() {
     // The forwarder kept (`%a_fwd` < `%b_body`): the merged run of `%b_body` passes through it.
     assert_no_mismatch("a_fwd", "b_body");

@@ -272,9 +272,6 @@ fn another_vector_shifted_by_less_than_a_lane_is_reported() {
 }
 
 #[test]
-#[ignore = "defect: demanded bits take a vector shift's amount modulo the vector's 128 bits, not \
-            its lane's (ushr of i32x4 by 100 is by 4): two ushr by 100 demand nothing of the \
-            argument, so another vector passed is never run alone and the wrong merge passes"]
 fn another_vector_shifted_by_more_than_a_lane_is_reported() {
     let planted = wrong_merge(&passes_a_vector, &VSHOW.replace("SHIFT", "100"));
     assert_wrong_natively(&planted, 1, &KEY.to_string());

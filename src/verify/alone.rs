@@ -33,10 +33,22 @@ pub(super) fn difference_shows(
     fill: Fill,
     budget: &mut usize,
 ) -> bool {
+    if !one_callee_each(&a.calls, &b.calls) {
+        return false;
+    }
     let differing = (a.calls.iter().zip(&b.calls)).filter(|(x, y)| !x.same_arguments(y));
     differing
         .take(MAX_CALLS_RUN_ALONE)
         .any(|(x, y)| callee_tells_apart(side, (x, y), options, fill, budget))
+}
+
+/// Whether two records of calls call the same functions in the same order (as the merge made
+/// them: [`ModuleCall::stands_for`]), so that their calls pair one by one. A right merge's may
+/// not: a forwarder's body entered first on one side only records its callee's calls, a dead
+/// call removed or two calls swapped shift the pairs, and a callee run alone on another
+/// function's arguments is no evidence.
+fn one_callee_each(a: &[ModuleCall], b: &[ModuleCall]) -> bool {
+    a.len() == b.len() && (a.iter().zip(b)).all(|(x, y)| x.stands_for == y.stands_for)
 }
 
 /// Whether the callee of `x` (on `side`) tells `x`'s arguments from `y`'s (see

@@ -333,7 +333,12 @@ fn operand_demand(func: &Function, inst: Inst, k: usize, d: u128) -> u128 {
         return 0;
     }
     let other = || args[1 - k];
-    let shift = || constant(func, args[1]).map(|s| (s % u128::from(ty.bits().max(1))) as u32);
+    // A vector shifts each lane by the amount modulo the lane's width, bits never crossing
+    // lanes: not the whole vector's bits moved, so a vector's shift demands all its bits.
+    let shift = || {
+        let amount = constant(func, args[1]).filter(|_| !ty.is_vector())?;
+        Some((amount % u128::from(ty.bits().max(1))) as u32)
+    };
     let same = |a: usize, b: usize| {
         args.len() > a.max(b)
             && func.dfg.resolve_aliases(args[a]) == func.dfg.resolve_aliases(args[b])

@@ -174,6 +174,7 @@ pub fn verify_merge(
     let stubs_a = Stubs::new(original, &names.names);
     let stubs_b = Stubs::new(merged, &names.names);
     let intended = aliases_made(report);
+    let merged_as = std::sync::Arc::new(module_calls::MergedAs::of(report));
     let resolved = [
         Resolved::new(
             original,
@@ -182,7 +183,8 @@ pub fn verify_merge(
             &stubs_a,
             &one_symbol(original, &intended),
             options.module_calls,
-        ),
+        )
+        .with_merged_as(&merged_as),
         Resolved::new(
             merged,
             original,
@@ -191,6 +193,7 @@ pub fn verify_merge(
             &one_symbol(merged, &intended),
             options.module_calls,
         )
+        .with_merged_as(&merged_as)
         .with_similar_groups(
             &names,
             original,

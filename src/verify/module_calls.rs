@@ -37,6 +37,7 @@ use super::demanded::{Demand, DemandedParams, call_argument_demand, demanded_val
 use super::outcome::{ModuleCall, Observed};
 use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName};
+use crate::pass::MergeReport;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode};
 use rustc_hash::FxHashMap;
@@ -77,7 +78,50 @@ pub(super) struct CallRecorder<'a> {
     call_demand: FxHashMap<(usize, Inst), Vec<u128>>,
     first_body: FirstBody,
     calls: Vec<ModuleCall>,
+    merged_as: Arc<MergedAs>,
 }
+
+/// What the merge made of each function it merged: a member of an exact class that is not kept
+/// became its kept function, a member of a similar group its shared body (followed through
+/// both: a class's kept function may be a group's member). Two sides' calls are one function's
+/// where their callees stand for the same function: a right merge may call the kept function
+/// where the original called another member, or a shared body where it called a member.
+#[derive(Debug, Default)]
+pub(super) struct MergedAs(FxHashMap<FuncName, FuncName>);
+
+impl MergedAs {
+    /// What the merge of `report` made of the functions it merged.
+    pub(super) fn of(report: &MergeReport) -> MergedAs {
+        let mut made = FxHashMap::default();
+        for class in &report.classes {
+            for replaced in &class.replaced {
+                made.insert(replaced.name.clone(), class.kept.clone());
+            }
+        }
+        for group in report.similar.iter().flatten() {
+            for member in &group.members {
+                made.insert(member.name.clone(), group.shared.clone());
+            }
+        }
+        MergedAs(made)
+    }
+
+    /// The function `name` stands for after the merge.
+    pub(super) fn stand_in_of(&self, name: &FuncName) -> FuncName {
+        let mut at = name;
+        // A name is merged once per round; the bound only keeps a cyclic report finite.
+        for _ in 0..MERGE_ROUNDS_FOLLOWED {
+            match self.0.get(at) {
+                Some(next) if next != at => at = next,
+                _ => break,
+            }
+        }
+        at.clone()
+    }
+}
+
+/// How many merges of one name [`MergedAs::stand_in_of`] follows at most.
+const MERGE_ROUNDS_FOLLOWED: usize = 8;
 
 impl<'a> CallRecorder<'a> {
     /// The recorder of `module`'s side, whose parameters demand `demanded`, with the roles the
@@ -86,7 +130,7 @@ impl<'a> CallRecorder<'a> {
         module: &'a ClifModule,
         demanded: Arc<DemandedParams>,
         roles: FxHashMap<usize, CallRole>,
-        enabled: bool,
+        (enabled, merged_as): (bool, Arc<MergedAs>),
     ) -> CallRecorder<'a> {
         CallRecorder {
             module,
@@ -97,6 +141,7 @@ impl<'a> CallRecorder<'a> {
             call_demand: FxHashMap::default(),
             first_body: FirstBody::NotYet,
             calls: Vec::new(),
+            merged_as,
         }
     }
 
@@ -179,8 +224,10 @@ impl<'a> CallRecorder<'a> {
                 .map(|r| values.get(r).copied().unwrap_or(0))
                 .collect(),
         };
+        let name = FuncName::of_function(callee);
         self.calls.push(ModuleCall {
-            callee: FuncName::of_function(callee),
+            stands_for: self.merged_as.stand_in_of(&name),
+            callee: name,
             args: args[..own].iter().map(observe).collect(),
             demanded,
             results_demanded,

@@ -2,7 +2,7 @@
 //! not define.
 
 use super::demanded::DemandedParams;
-use super::module_calls::{CallRole, address, thunk_to_made_body};
+use super::module_calls::{CallRole, MergedAs, address, thunk_to_made_body};
 use crate::edit::thunk::is_forwarding_thunk;
 use crate::module::{ClifModule, FuncName};
 use crate::similar::SimilarGroup;
@@ -156,6 +156,8 @@ pub(super) struct Resolved<'a> {
     pub(super) demanded: Arc<DemandedParams>,
     /// Whether calls into the module are compared ([`super::VerifyOptions::module_calls`]).
     pub(super) module_calls: bool,
+    /// What the merge made of each function it merged (see [`MergedAs`]).
+    pub(super) merged_as: Arc<MergedAs>,
 }
 
 impl<'a> Resolved<'a> {
@@ -211,7 +213,14 @@ impl<'a> Resolved<'a> {
                 false => DemandedParams::default(),
             }),
             module_calls,
+            merged_as: Arc::default(),
         }
+    }
+
+    /// This side, where the merge made `merged_as` of the functions it merged.
+    pub(super) fn with_merged_as(mut self, merged_as: &Arc<MergedAs>) -> Resolved<'a> {
+        self.merged_as = merged_as.clone();
+        self
     }
 
     /// This side, whose module is merged with the similar groups `groups` of the original

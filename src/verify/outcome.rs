@@ -252,6 +252,9 @@ pub struct ImportCall {
 pub struct ModuleCall {
     /// The function called (in the module of its side).
     pub callee: FuncName,
+    /// The function the merge made of the callee: its class's kept function, its similar
+    /// group's shared body, else itself. Two sides call one function where these are equal.
+    pub stands_for: FuncName,
     /// The callee's own arguments (a shared body's: its member's, without the group's).
     pub args: Vec<Observed>,
     /// Of each argument, the bits the callee may observe (see `demanded.rs`): the two sides are

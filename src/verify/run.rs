@@ -56,7 +56,7 @@ impl<'a> Side<'a> {
                 resolved.module,
                 resolved.demanded.clone(),
                 resolved.roles.clone(),
-                resolved.module_calls,
+                (resolved.module_calls, resolved.merged_as.clone()),
             ),
             at: None,
             unsupported_at: String::new(),
