@@ -290,6 +290,7 @@ impl ModuleCall {
 
 impl fmt::Display for ModuleCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.callee)?;
         write_observed(f, &self.args)?;
         write!(
             f,
