@@ -164,9 +164,6 @@ fn a_differing_call_the_callee_shows_is_reported_after_three_it_hides() {
 }
 
 #[test]
-#[ignore = "defect: only the first 4 calls that differ are run alone (MAX_CALLS_RUN_ALONE): a \
-            wrong merge whose 5th differing call is the one the callee tells apart passes \
-            --verify"]
 fn a_differing_call_the_callee_shows_is_reported_after_four_it_hides() {
     let planted = wrong_merge(
         &|k| calls_leaf_then_if_clear(4, k),

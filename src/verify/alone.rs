@@ -36,10 +36,10 @@ pub(super) fn difference_shows(
     if !one_callee_each(&a.calls, &b.calls) {
         return false;
     }
-    let differing = (a.calls.iter().zip(&b.calls)).filter(|(x, y)| !x.same_arguments(y));
-    differing
-        .take(MAX_CALLS_RUN_ALONE)
-        .any(|(x, y)| callee_tells_apart(side, (x, y), options, fill, budget))
+    let mut differing = (a.calls.iter().zip(&b.calls)).filter(|(x, y)| !x.same_arguments(y));
+    // Every differing call, within the function's budget: a wrong one may follow any number
+    // the callee hides.
+    differing.any(|(x, y)| callee_tells_apart(side, (x, y), options, fill, budget))
 }
 
 /// Whether two records of calls call the same functions in the same order (as the merge made
@@ -99,9 +99,6 @@ fn callee_tells_apart(
         }
     })
 }
-
-/// The most calls that differ in arguments [`difference_shows`] runs the callee of.
-const MAX_CALLS_RUN_ALONE: usize = 4;
 
 /// On how many hashed fills besides the run's a callee runs alone ([`difference_shows`]).
 const HASHED_FILLS_ALONE: u64 = 13;
