@@ -242,6 +242,9 @@ pub fn verify_merge(
     for piece in reports {
         out.absorb(piece);
     }
+    // By function name, each function's in the order of its runs: the same report whatever the
+    // order of the module's functions (as the merge's report is).
+    out.mismatches.sort_by(|a, b| a.function.cmp(&b.function));
     out
 }
 
