@@ -7,10 +7,9 @@
 #[path = "common/planted.rs"]
 mod wrong_merges;
 
-use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::verify::{VerifyOptions, verify_merge};
 use clif_merge::{ClifModule, Mode};
-use wrong_merges::{merged, read};
+use wrong_merges::{merged, read, x86_64_object};
 
 #[path = "common/cc.rs"]
 mod cc;
@@ -73,19 +72,6 @@ fn real_merge_mismatches(text: &str, mode: Mode) -> (Vec<String>, usize) {
     (mismatches, report.merged)
 }
 
-/// The object of `module`, as `clif-merge -o` compiles it for x86_64.
-fn object(module: &ClifModule) -> Vec<u8> {
-    let options = ObjectOptions {
-        target: parse_target("x86_64").unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: Default::default(),
-        function_sections: false,
-        mode: Mode::Safe,
-        fold_machine_code: false,
-    };
-    write_object(module, 0, &options).unwrap().bytes
-}
-
 /// What a C driver calling each of `names` (of `(i64) -> i64`) on a few arguments prints,
 /// linked with `module`'s object; None without `cc`.
 fn native_results(module: &ClifModule, names: &[&str]) -> Option<String> {
@@ -101,7 +87,7 @@ fn native_results(module: &ClifModule, names: &[&str]) -> Option<String> {
         );
     }
     driver += "  }\n  return 0;\n}\n";
-    cc::link_and_run(&object(module), &driver)
+    cc::link_and_run(&x86_64_object(module), &driver)
 }
 
 /// Whether the real merge of `fwd` and `body` passes `--verify` in every mode (the panic names

@@ -13,10 +13,9 @@ mod wrong_merges;
 #[path = "common/cc.rs"]
 mod cc;
 
-use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::verify::{VerifyOptions, verify_merge};
 use clif_merge::{ClifModule, Mode};
-use wrong_merges::{merged, read};
+use wrong_merges::{merged, read, x86_64_object};
 
 /// A module of `%f` of `rewritten` and `%g` of `body` (both of signature `sig`) and `callees`,
 /// and the same module with `%g` given `rewritten`, with the report of the real merge of the
@@ -43,19 +42,6 @@ fn first_mismatch(planted: &(ClifModule, ClifModule, clif_merge::MergeReport)) -
     checked.mismatches.first().map(|m| m.to_string())
 }
 
-/// The object of `module`, as `clif-merge -o` compiles it for x86_64.
-fn object(module: &ClifModule) -> Vec<u8> {
-    let options = ObjectOptions {
-        target: parse_target("x86_64").unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: Default::default(),
-        function_sections: false,
-        mode: Mode::Safe,
-        fold_machine_code: false,
-    };
-    write_object(module, 0, &options).unwrap().bytes
-}
-
 /// What `main` prints, linked with `module`'s object, where `prelude` declares `g` (and
 /// whatever `main` needs) and `main` prints what `g` returns; None without `cc`.
 fn native(module: &ClifModule, prelude: &str, main: &str) -> Option<String> {
@@ -63,7 +49,7 @@ fn native(module: &ClifModule, prelude: &str, main: &str) -> Option<String> {
         "#include <stdio.h>\n#include <stdint.h>\n{prelude}\nint main(void) {{\n{main}\n  \
          return 0;\n}}\n"
     );
-    cc::link_and_run(&object(module), &driver)
+    cc::link_and_run(&x86_64_object(module), &driver)
 }
 
 /// Asserts that `%g` prints the same natively before and after the rewrite (and prints

@@ -13,10 +13,9 @@ mod wrong_merges;
 #[path = "common/cc.rs"]
 mod cc;
 
-use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::verify::{VerifyOptions, VerifyReport, verify_merge};
 use clif_merge::{ClifModule, Mode};
-use wrong_merges::{merged, read};
+use wrong_merges::{merged, read, x86_64_object};
 
 /// The key whose product with the odd constant the callers multiply by is 0x1234: the one
 /// argument that skips their store of 1 (no run of the check takes it).
@@ -93,19 +92,6 @@ fn check(planted: &(ClifModule, ClifModule, clif_merge::MergeReport)) -> VerifyR
     verify_merge(original, wrong, report, &VerifyOptions::default())
 }
 
-/// The object of `module`, as `clif-merge -o` compiles it for x86_64.
-fn object(module: &ClifModule) -> Vec<u8> {
-    let options = ObjectOptions {
-        target: parse_target("x86_64").unwrap(),
-        opt_level: OptLevel::Speed,
-        isa: Default::default(),
-        function_sections: false,
-        mode: Mode::Safe,
-        fold_machine_code: false,
-    };
-    write_object(module, 0, &options).unwrap().bytes
-}
-
 /// What `%g(p, rest…)` returns natively in `module`, `p` pointing to a word that holds 0 (the
 /// rest of the C arguments `rest`, of `int64_t` parameters `params` past `p`); None without
 /// `cc`.
@@ -116,7 +102,7 @@ fn native_g(module: &ClifModule, params: usize, rest: &str) -> Option<String> {
          int main(void) {{\n  int64_t word = 0;\n  \
          printf(\"%lld\\n\", (long long)g(&word, {rest}));\n  return 0;\n}}\n"
     );
-    cc::link_and_run(&object(module), &driver)
+    cc::link_and_run(&x86_64_object(module), &driver)
 }
 
 /// Asserts that the planted merge is wrong natively: `%g` returns 8 in the original, 7 in the

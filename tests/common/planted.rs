@@ -9,6 +9,7 @@
 // Each test file uses some of these.
 #![allow(dead_code)]
 
+use clif_merge::emit::object::{ObjectOptions, OptLevel, parse_target, write_object};
 use clif_merge::verify::{VerifyOptions, verify_merge};
 use clif_merge::{ClifModule, MergeReport, Mode, ReadOptions, merge_module, read_module_text};
 use std::path::Path;
@@ -119,4 +120,18 @@ pub fn sum_below(differs: bool, endless: &str) -> String {
 {}",
         summing_loop("    v4 = band v0, v10\n", differs)
     )
+}
+
+/// The object of `module`, as `clif-merge -o` compiles it for x86_64: what a planted case's two
+/// versions are linked and run natively from, to confirm it differs (or does not).
+pub fn x86_64_object(module: &ClifModule) -> Vec<u8> {
+    let options = ObjectOptions {
+        target: parse_target("x86_64").unwrap(),
+        opt_level: OptLevel::Speed,
+        isa: Default::default(),
+        function_sections: false,
+        mode: Mode::Safe,
+        fold_machine_code: false,
+    };
+    write_object(module, 0, &options).unwrap().bytes
 }
