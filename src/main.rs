@@ -150,7 +150,9 @@ struct Opts {
     #[arg(long)]
     verify: bool,
 
-    /// With --verify, the argument tuples run per function (default: 64, at most 65536).
+    /// With --verify, the argument tuples run per function (default: 64, at most 65536); a
+    /// function with a side of a branch, trap or comparison no run took yet runs on, up to four
+    /// times as many.
     #[arg(long, value_name = "N", requires = "verify", value_parser = verify_runs)]
     verify_runs: Option<std::num::NonZeroUsize>,
 

@@ -230,6 +230,29 @@ fn operands(
     compared(&a, &b, ty)
 }
 
+/// How many sides `func`'s own decisions have, as [`Trace::record`] counts them: two for a
+/// `brif`, a conditional trap and a scalar comparison, two per lane of a vector one, a
+/// `br_table`'s entries and its default.
+pub(super) fn sides_in(func: &Function) -> usize {
+    let mut sides = 0;
+    for block in func.layout.blocks() {
+        for inst in func.layout.block_insts(block) {
+            sides += match func.dfg.insts[inst] {
+                InstructionData::Brif { .. } | InstructionData::CondTrap { .. } => 2,
+                InstructionData::BranchTable { table, .. } => {
+                    func.dfg.jump_tables[table].as_slice().len() + 1
+                }
+                InstructionData::IntCompare { args, .. }
+                | InstructionData::FloatCompare { args, .. } => {
+                    2 * func.dfg.value_type(args[0]).lane_count() as usize
+                }
+                _ => 0,
+            };
+        }
+    }
+    sides
+}
+
 /// The operands of a comparison of values of type `ty` as a pair: scalars (integers, floats by
 /// their bits), or vectors of those lanes; None for anything else.
 fn compared(a: &DataValue, b: &DataValue, ty: Type) -> Option<Pair> {
@@ -484,6 +507,12 @@ impl Search {
             let pins = self.pins.clone();
             self.queue.push_back((aim, Guided { args: tuple, pins }));
         }
+    }
+
+    /// How many sides of `func`'s own decisions the runs absorbed took.
+    pub(super) fn covered_in(&self, func: &Function) -> usize {
+        let id = func as *const Function as usize;
+        self.covered.iter().filter(|side| side.0 == id).count()
     }
 
     /// The next queued tuple whose side is still not covered.

@@ -68,7 +68,10 @@
 //!   so on), since a run that ends on hashed memory is tried on no other; it takes the
 //!   arguments of the latest earlier run that returned on hashed memory and no run on that
 //!   byte took yet (`Reached`), not its own random ones, whose pointers mostly trap on both
-//!   sides before memory is read (its guided turn passes to the next run).
+//!   sides before memory is read (its guided turn passes to the next run). A run that does
+//!   not end is still compared up to where it stopped: the merged side's stores and calls not
+//!   run must be the original's that far, and it must not end having done less
+//!   (`prefix_parts_ways`).
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
 //! (0, 1, -1, MIN, MAX, NaN for floats, each parameter a step further along them than the one
@@ -80,7 +83,8 @@
 //! values takes a *guided* tuple when one is queued (`guide.rs`): the original side records the operands of each
 //! comparison a branch or a conditional trap decided on, and where a side no run took yet, an
 //! argument equal (up to a small difference) to one operand is made the other operand or its
-//! neighbour. The whole check is deterministic.
+//! neighbour. A function runs on past its planned runs, up to four times as many, while a side
+//! of its own decisions is left untaken (`more_runs.rs`). The whole check is deterministic.
 //!
 //! So a run is known without running it twice when nothing it reaches changed: the original
 //! side records every name and address slot it resolved to a function (`Machine`), and when
@@ -98,6 +102,7 @@ mod guide;
 mod inputs;
 mod memory;
 mod module_calls;
+mod more_runs;
 mod names;
 mod options;
 mod outcome;
@@ -126,6 +131,7 @@ use fills::{Reached, first_fill, other_fills};
 use inputs::{
     EDGE_RUNS, Rng, arguments, context_parameters, fnv, mix, steering_values, with_aligned_contexts,
 };
+use more_runs::MoreRuns;
 use names::{Names, Resolved, Stubs, Unchanged};
 use run::Side;
 use rustc_hash::FxHashMap;
@@ -445,7 +451,11 @@ fn check_function<'a>(
     let mut alone = alone::RUNS_ALONE_PER_FUNCTION;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
-    for run in 0..options.runs {
+    let more = MoreRuns::new(options, func);
+    for run in 0.. {
+        if !more.go_on(run, || search.covered_in(func)) {
+            break;
+        }
         if inconclusive >= options.max_inconclusive.max(1) {
             out.cut_short += 1;
             break;
@@ -536,10 +546,25 @@ fn check_function<'a>(
             out.on_other_fills += 1;
         }
         if a.outcome.is_inconclusive() {
-            // Inconclusive whatever the merged side does: not run (the costliest runs).
+            // Inconclusive whatever the merged side does, but what the original did before it
+            // stopped is what it did on these arguments and this memory: the merged side must
+            // do the same up to there (`prefix_parts_ways`).
             out.inconclusive += 1;
             inconclusive += 1;
             inconclusive_past_edges += usize::from(!on_edges);
+            let fuel = slack.fuel_after(merged_options.fuel, sides[0].steps);
+            let limits = (&merged_options, fuel);
+            if let Some(b) = prefix_parts_ways(&a, &mut sides[1], target, &args, fill, limits) {
+                out.mismatches.push(Mismatch {
+                    function: mf.name.clone(),
+                    ran_as: ran_as.clone(),
+                    args,
+                    memory: fill,
+                    pinned: pins,
+                    original: a,
+                    merged: b,
+                });
+            }
             continue;
         }
         longest = longest.max(sides[0].steps);
@@ -581,6 +606,31 @@ fn check_function<'a>(
     let runs = out.runs - runs_before;
     let incomplete = out.inconclusive + out.unsupported - incomplete_before;
     out.count_coverage(runs, incomplete, options.runs);
+}
+
+/// The merged side's run on the arguments, memory and pins of an original run `a` that did not
+/// end, when their stores or calls not run part ways before the shorter sequence stops. A run
+/// that does not end in the fuel (a loop over a buffer, each pass calling into the module) was
+/// compared in nothing, so a wrong merge that stores elsewhere from its first pass on went
+/// unreported wherever the function's runs that ended stopped before the loop (a corrupted
+/// loop start on the corpus's mutation check). So is a merged side that ended (a trap, a
+/// return) having done less than the original did before it stopped: a right merge would go
+/// on to do the rest. The merged side runs in the fuel the original took, with its slack
+/// ([`super::slack::MergedSlack::fuel_after`]).
+fn prefix_parts_ways<'a>(
+    a: &Run,
+    merged: &mut Side<'a>,
+    target: &'a Function,
+    args: &[DataValue],
+    fill: Fill,
+    (options, fuel): (&VerifyOptions, u64),
+) -> Option<Run> {
+    // Nothing done, nothing to part ways in: not run (a recursion that went too deep).
+    if !a.has_effects() {
+        return None;
+    }
+    let b = merged.run(target, args, options, fuel, fill);
+    (a.effects_part_ways(&b) || a.did_more_than_ended(&b)).then_some(b)
 }
 
 /// The fuel a run of a function takes first, on each fill: a multiple of the most instructions

@@ -7,8 +7,14 @@ use std::collections::BTreeSet;
 /// How much to run.
 #[derive(Clone, Debug)]
 pub struct VerifyOptions {
-    /// Argument tuples per function.
+    /// Argument tuples per function, at least: a function whose runs still take sides of its
+    /// decisions that no run took before runs on, past these, up to [`VerifyOptions::max_runs`].
     pub runs: usize,
+    /// Argument tuples per function at most (None: four times [`VerifyOptions::runs`]): a
+    /// function runs on past `runs`, a quarter of them at a time, while the last quarter took a
+    /// side of a branch, trap or comparison no run took before (see `guide.rs`). `runs` when
+    /// smaller.
+    pub max_runs: Option<usize>,
     /// Seed of the pseudo-random arguments.
     pub seed: u64,
     /// Instructions one run may execute (on each side); once a run of a function was
@@ -39,6 +45,13 @@ pub struct VerifyOptions {
 }
 
 impl VerifyOptions {
+    /// Argument tuples per function at most ([`VerifyOptions::max_runs`]).
+    pub(super) fn most_runs(&self) -> usize {
+        self.max_runs
+            .unwrap_or(self.runs.saturating_mul(MORE_RUNS_FACTOR))
+            .max(self.runs)
+    }
+
     /// The limits of the merged side of a run whose original ended: a merged function may take
     /// a few more instructions, calls and frames (a thunk on the way), not more than this. One
     /// that hits these limits where the original ended does not do the same (a loop that no
@@ -61,6 +74,7 @@ impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
             runs: 64,
+            max_runs: None,
             seed: 0x5eed_c11f,
             fuel: 50_000,
             max_inconclusive: 6,
@@ -75,3 +89,7 @@ impl Default for VerifyOptions {
         }
     }
 }
+
+/// How many times its planned runs a function whose runs still take new sides runs at most
+/// ([`VerifyOptions::max_runs`]).
+const MORE_RUNS_FACTOR: usize = 4;

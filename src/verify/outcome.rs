@@ -375,6 +375,19 @@ impl Run {
             || (self.imports.iter().zip(&other.imports)).any(|(x, y)| !same_import(x, y))
     }
 
+    /// Whether the run stored anything or called a function not run.
+    pub(super) fn has_effects(&self) -> bool {
+        !self.stores.is_empty() || !self.imports.is_empty()
+    }
+
+    /// Whether `self`, a run that did not end, did more than `other`, a run that ended, did in
+    /// all: more stores or more calls not run (what `other` does ends before what `self` did).
+    pub(super) fn did_more_than_ended(&self, other: &Run) -> bool {
+        let ended = !other.outcome.is_inconclusive() && !other.outcome.is_unsupported();
+        ended
+            && (self.stores.len() > other.stores.len() || self.imports.len() > other.imports.len())
+    }
+
     /// Whether both runs called the same functions not run and stored the same.
     fn same_side_effects(&self, other: &Run) -> bool {
         same_imports(&self.imports, &other.imports)
