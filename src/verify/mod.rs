@@ -451,6 +451,15 @@ fn check_function<'a>(
     let mut alone = alone::RUNS_ALONE_PER_FUNCTION;
     // The most instructions a run of the function that ended took.
     let mut longest = 0;
+    let mismatch = |args, memory, pinned, (original, merged)| Mismatch {
+        function: mf.name.clone(),
+        ran_as: ran_as.clone(),
+        args,
+        memory,
+        pinned,
+        original,
+        merged,
+    };
     let more = MoreRuns::new(options, func);
     for run in 0.. {
         if !more.go_on(run, || search.covered_in(func)) {
@@ -555,15 +564,7 @@ fn check_function<'a>(
             let fuel = slack.fuel_after(merged_options.fuel, sides[0].steps);
             let limits = (&merged_options, fuel);
             if let Some(b) = prefix_parts_ways(&a, &mut sides[1], target, &args, fill, limits) {
-                out.mismatches.push(Mismatch {
-                    function: mf.name.clone(),
-                    ran_as: ran_as.clone(),
-                    args,
-                    memory: fill,
-                    pinned: pins,
-                    original: a,
-                    merged: b,
-                });
+                out.mismatches.push(mismatch(args, fill, pins, (a, b)));
             }
             continue;
         }
@@ -589,15 +590,7 @@ fn check_function<'a>(
         {
             // (Otherwise an unsupported run on one side only is a mismatch: both sides run the
             // same bodies, so the interpreter should fail on both.)
-            out.mismatches.push(Mismatch {
-                function: mf.name.clone(),
-                ran_as: ran_as.clone(),
-                args,
-                memory: fill,
-                pinned: pins,
-                original: a,
-                merged: b,
-            });
+            out.mismatches.push(mismatch(args, fill, pins, (a, b)));
         }
     }
     for side in sides.iter_mut() {
