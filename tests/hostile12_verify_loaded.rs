@@ -81,3 +81,31 @@ fn a_right_merge_testing_a_tag_loaded_from_a_symbol_passes() {
     assert_eq!(merged, 2, "{summary}");
     assert!(ok, "{summary}");
 }
+
+/// A `br_table` indexed by a loaded word minus one (Wasm's `br_table` on a tag numbered from
+/// one): the case told apart is 30, past what hashed memory mostly reads (0 to 16), and the
+/// index is compared with nothing, so only pinning the loaded word to the case's index plus
+/// the difference reaches it (before, 256 runs took every side but that one and passed).
+#[test]
+fn a_wrong_merge_in_a_case_of_a_table_indexed_by_a_loaded_word_is_reported() {
+    let body = |k: i64| {
+        let cases: Vec<String> = (0..40)
+            .map(|i| {
+                if i == 30 {
+                    "block2".to_string()
+                } else {
+                    "block1".to_string()
+                }
+            })
+            .collect();
+        format!(
+            "block0(v0: i64):\n    v1 = load.i32 v0\n    v2 = iconst.i32 1\n    \
+             v3 = isub v1, v2\n    br_table v3, block1, [{}]\nblock1:\n    \
+             v4 = iconst.i64 5\n    return v4\nblock2:\n    v5 = iconst.i64 {k}\n    \
+             return v5",
+            cases.join(", ")
+        )
+    };
+    let (reported, summary) = planted("(i64) -> i64", &body(6), &body(7), "");
+    assert!(reported, "{summary}");
+}

@@ -319,12 +319,17 @@ impl Search {
     /// covered (in the word's low bits), `args` with that word pinned to the other operand
     /// (and its neighbours): a tag loaded and compared with a constant (`p->kind == 17`)
     /// reaches the other side as an argument does. Only exact matches: hashed memory reads
-    /// small numbers, near most operands.
+    /// small numbers, near most operands. A `br_table`'s index is steered as
+    /// [`Search::steer_table_loads`] says.
     fn steer_loads(&mut self, args: &[DataValue], trace: &Trace, loads: &[Pin]) {
-        for d in trace.decisions.iter().filter(|d| !d.table) {
+        for d in &trace.decisions {
             for side in 0..d.sides {
                 let aim = (d.func, d.inst, side);
                 if self.covered.contains(&aim) {
+                    continue;
+                }
+                if d.table {
+                    self.steer_table_loads(aim, args, d, loads);
                     continue;
                 }
                 for pair in d.pairs.iter().filter(|p| p.lanes == 1) {
@@ -351,6 +356,33 @@ impl Search {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Queues, for a `br_table` side `aim` no run took, `args` with each loaded word that is
+    /// the index up to a small difference (`br_table load(p) - 1`, Wasm's tables of cases
+    /// numbered from one) pinned to the side's index plus that difference. The index is not
+    /// compared with anything, so the exact match of [`Search::steer_loads`] would never
+    /// meet it.
+    fn steer_table_loads(&mut self, aim: Side, args: &[DataValue], d: &Decision, loads: &[Pin]) {
+        for pair in &d.pairs {
+            for load in loads {
+                if self.queue.len() >= QUEUED {
+                    return;
+                }
+                let w = pair.width.min(u32::from(load.width) * 8);
+                let Some(diff) = near_by(load.value as i128, pair.a, w) else {
+                    continue;
+                };
+                let index = i128::from(aim.2).wrapping_add(diff);
+                let value = with_low_bits(load.value as i128, index, w) as u128
+                    & mask(u32::from(load.width) * 8);
+                let pin = Pin {
+                    value: value as u64,
+                    ..*load
+                };
+                self.queue_pinned(Some(aim), args, pin);
             }
         }
     }
