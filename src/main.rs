@@ -156,6 +156,13 @@ struct Opts {
     #[arg(long, value_name = "N", requires = "verify", value_parser = verify_runs)]
     verify_runs: Option<std::num::NonZeroUsize>,
 
+    /// With --verify, the argument tuples run per function at most (default: four times
+    /// --verify-runs; at most 262144): a function runs on past --verify-runs only while a side of
+    /// its own branches, traps or comparisons was taken by no run. 0, or fewer than
+    /// --verify-runs, runs the planned tuples only.
+    #[arg(long, value_name = "N", requires = "verify", value_parser = verify_max_runs)]
+    verify_max_runs: Option<usize>,
+
     /// With --verify, run also the functions the merge left unchanged with all they may call
     /// (by default counted as unchanged, not run: each run would be the same on both sides).
     #[arg(long, requires = "verify")]
@@ -181,6 +188,21 @@ fn verify_runs(text: &str) -> Result<std::num::NonZeroUsize, String> {
     if runs.get() > MAX_VERIFY_RUNS {
         return Err(format!(
             "at most {MAX_VERIFY_RUNS} runs per function (each function is run this many times)"
+        ));
+    }
+    Ok(runs)
+}
+
+/// `--verify-max-runs N`: 0 to four times [`MAX_VERIFY_RUNS`] (the most `--verify-runs` runs
+/// on to by default).
+fn verify_max_runs(text: &str) -> Result<usize, String> {
+    let most = 4 * MAX_VERIFY_RUNS;
+    let runs: usize = text
+        .parse()
+        .map_err(|_| format!("not a number of runs from 0 to {most}"))?;
+    if runs > most {
+        return Err(format!(
+            "at most {most} runs per function (each function may be run this many times)"
         ));
     }
     Ok(runs)
@@ -468,6 +490,7 @@ fn pipeline_options(opts: &Opts) -> Result<PipelineOptions> {
             if let Some(runs) = opts.verify_runs {
                 verify.runs = runs.get();
             }
+            verify.max_runs = opts.verify_max_runs;
             verify.run_unchanged = opts.verify_unchanged;
             verify
         }),

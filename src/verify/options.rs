@@ -11,9 +11,9 @@ pub struct VerifyOptions {
     /// decisions that no run took before runs on, past these, up to [`VerifyOptions::max_runs`].
     pub runs: usize,
     /// Argument tuples per function at most (None: four times [`VerifyOptions::runs`]): a
-    /// function runs on past `runs`, a quarter of them at a time, while the last quarter took a
-    /// side of a branch, trap or comparison no run took before (see `guide.rs`). `runs` when
-    /// smaller.
+    /// function runs on past `runs`, a quarter of them at a time, while a side of its own
+    /// branches, traps or comparisons was taken by no run yet (see `more_runs.rs`). `runs` when
+    /// smaller (`Some(0)`: the planned runs only).
     pub max_runs: Option<usize>,
     /// Seed of the pseudo-random arguments.
     pub seed: u64,
