@@ -72,7 +72,10 @@ fn right_merges_of_endless_loops_pass_exact_and_similar() {
             for fuel in [3_000, 101, 7] {
                 let (ok, summary, merged) = check(text, mode, sim, fuel);
                 assert!(merged > 0, "{what} {mode:?}: {summary}");
-                assert!(ok, "{what} {mode:?} fuel {fuel}: the right merge was reported: {summary}");
+                assert!(
+                    ok,
+                    "{what} {mode:?} fuel {fuel}: the right merge was reported: {summary}"
+                );
             }
         }
     }
@@ -116,7 +119,10 @@ fn right_merges_of_endless_recursions_storing_stack_addresses_pass() {
                     println!("{what} {mode:?}: nothing merged");
                     continue;
                 }
-                assert!(ok, "{what} {mode:?} fuel {fuel}: the right merge was reported: {summary}");
+                assert!(
+                    ok,
+                    "{what} {mode:?} fuel {fuel}: the right merge was reported: {summary}"
+                );
             }
         }
     }
@@ -155,7 +161,10 @@ fn right_similar_merges_of_endless_loops_calling_other_imports_pass() {
         for fuel in [2_000, 61] {
             let (ok, summary, merged) = check(&text, mode, true, fuel);
             assert_eq!(merged, 3, "{mode:?}: {summary}");
-            assert!(ok, "{mode:?} fuel {fuel}: the right merge was reported: {summary}");
+            assert!(
+                ok,
+                "{mode:?} fuel {fuel}: the right merge was reported: {summary}"
+            );
         }
     }
 }

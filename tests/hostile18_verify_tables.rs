@@ -45,8 +45,14 @@ fn a_case_of_a_table_indexed_by_a_loaded_word_of_any_width_is_reached() {
         ("uload16", "    v9 = uload16.i32 v0\n"),
         ("sload16", "    v9 = sload16.i32 v0\n"),
         ("i32", "    v9 = load.i32 v0\n"),
-        ("i64 reduced", "    v8 = load.i64 v0\n    v9 = ireduce.i32 v8\n"),
-        ("i8 extended", "    v8 = load.i8 v0\n    v9 = uextend.i32 v8\n"),
+        (
+            "i64 reduced",
+            "    v8 = load.i64 v0\n    v9 = ireduce.i32 v8\n",
+        ),
+        (
+            "i8 extended",
+            "    v8 = load.i8 v0\n    v9 = uextend.i32 v8\n",
+        ),
     ] {
         let (reported, summary) = reported(load, minus_one, 40, 30);
         assert!(reported, "{what}: the wrong merge passed: {summary}");
@@ -59,8 +65,14 @@ fn a_case_of_a_table_indexed_by_a_loaded_word_of_any_width_is_reached() {
 fn a_case_of_a_table_indexed_by_a_loaded_word_moved_by_a_small_constant_is_reached() {
     for (what, index) in [
         ("plus one", "    v2 = iconst.i32 1\n    v3 = iadd v9, v2\n"),
-        ("minus eight", "    v2 = iconst.i32 8\n    v3 = isub v9, v2\n"),
-        ("plus eight", "    v2 = iconst.i32 8\n    v3 = iadd v9, v2\n"),
+        (
+            "minus eight",
+            "    v2 = iconst.i32 8\n    v3 = isub v9, v2\n",
+        ),
+        (
+            "plus eight",
+            "    v2 = iconst.i32 8\n    v3 = iadd v9, v2\n",
+        ),
         ("plus zero", "    v2 = iconst.i32 0\n    v3 = iadd v9, v2\n"),
     ] {
         let load = "    v9 = load.i32 v0\n";
@@ -99,7 +111,10 @@ fn right_merges_of_tables_indexed_by_loaded_words_pass() {
             );
             let (ok, summary, merged) = real_merge_passes(&module, mode);
             assert_eq!(merged, 1, "{mode:?}: {summary}");
-            assert!(ok, "{mode:?} {load}: the right merge was reported: {summary}");
+            assert!(
+                ok,
+                "{mode:?} {load}: the right merge was reported: {summary}"
+            );
         }
     }
 }
@@ -115,8 +130,9 @@ fn behind_a_tag(tag: i64, len: usize, case: usize, max_runs: usize) -> (bool, St
     let index = "    v2 = iconst.i32 1\n    v3 = isub v9, v2\n";
     let f = table_body(&load, index, len, case, 6);
     let g = table_body(&load, index, len, case, 7);
-    let module =
-        |g: &str| format!("function %f(i64) -> i64 {{\n{f}\n}}\n\nfunction %g(i64) -> i64 {{\n{g}\n}}\n");
+    let module = |g: &str| {
+        format!("function %f(i64) -> i64 {{\n{f}\n}}\n\nfunction %g(i64) -> i64 {{\n{g}\n}}\n")
+    };
     let original = read(&module(&g));
     let (report, _) = merged(&original, Mode::Aliases);
     assert_eq!(report.merged, 0, "the two bodies differ: nothing merges");
@@ -142,7 +158,10 @@ fn a_case_of_a_table_behind_a_pinned_tag_is_reached() {
     assert!(reported, "control, case 3: {summary}");
     for max_runs in [4_000, 256] {
         let (reported, summary) = behind_a_tag(50, 40, 30, max_runs);
-        assert!(reported, "max_runs {max_runs}: the wrong merge passed: {summary}");
+        assert!(
+            reported,
+            "max_runs {max_runs}: the wrong merge passed: {summary}"
+        );
     }
 }
 
@@ -155,7 +174,10 @@ fn a_case_of_a_table_behind_a_pinned_tag_is_reached() {
 fn a_case_of_a_table_behind_a_tag_hashed_memory_reads_is_reached() {
     for max_runs in [4_000, 256] {
         let (reported, summary) = behind_a_tag(3, 40, 30, max_runs);
-        assert!(reported, "max_runs {max_runs}: the wrong merge passed: {summary}");
+        assert!(
+            reported,
+            "max_runs {max_runs}: the wrong merge passed: {summary}"
+        );
     }
 }
 

@@ -21,7 +21,7 @@
 //! parameter is compared with after a few steps of arithmetic, a value another function
 //! computed, reach the other side without random luck.
 
-use super::memory::Pin;
+use super::memory::{Fill, Pin};
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -280,11 +280,21 @@ fn compared(a: &DataValue, b: &DataValue, ty: Type) -> Option<Pair> {
 pub(super) struct Search {
     covered: FxHashSet<Side>,
     tried: FxHashSet<Vec<u128>>,
-    /// Each tuple with the side it aims at; None for a tuple beside the operand (an ordered
-    /// comparison's boundary), run even when another tuple took that side first.
+    /// Each tuple with an argument steered, with the side it aims at; None for a tuple beside
+    /// the operand (an ordered comparison's boundary), run even when another tuple took that
+    /// side first.
     queue: VecDeque<(Option<Side>, Guided)>,
+    /// The same for tuples with a loaded word pinned. A queue of its own, taken in turn with
+    /// the other: a `br_table`'s cases steered by an argument near its index (a pointer of
+    /// 0 or 1 is near any small index) filled the one queue before a case was steered by the
+    /// loaded word the index was (hostile18).
+    pinned: VecDeque<(Option<Side>, Guided)>,
+    /// Whether the next tuple is taken from `pinned` first.
+    pinned_next: bool,
     /// The pins of the run being absorbed, kept by the tuples made from it.
     pins: Vec<Pin>,
+    /// The memory the run being absorbed ran on, which the tuples made from it run on too.
+    fill: Option<Fill>,
 }
 
 /// A guided run: arguments, and words of memory nothing stored to made to read a value.
@@ -292,19 +302,24 @@ pub(super) struct Search {
 pub(super) struct Guided {
     pub(super) args: Vec<DataValue>,
     pub(super) pins: Vec<Pin>,
+    /// The memory of the run the tuple was made from: every word but the pinned ones reads
+    /// as it did there, so that a tag loaded on the way to the decision aimed at (`p->kind ==
+    /// 3`, which hashed memory read by chance) still leads there (hostile18).
+    pub(super) fill: Option<Fill>,
 }
 
 impl Search {
     /// Takes in a run of the original on `args` with `pins`, what it recorded and the loads
     /// of unwritten memory it made: its sides count as covered, and tuples aimed at the sides
-    /// its decisions missed are queued, first with arguments steered, then with loaded words.
+    /// its decisions missed are queued: with arguments steered, and with loaded words pinned (two
+    /// queues, taken in turn); each runs on the memory `fill` the run ran on.
     pub(super) fn absorb(
         &mut self,
-        args: &[DataValue],
-        pins: &[Pin],
+        (args, pins, fill): (&[DataValue], &[Pin], Fill),
         trace: &Trace,
         loads: &[Pin],
     ) {
+        self.fill = Some(fill);
         self.pins.clear();
         self.pins.extend_from_slice(pins);
         self.tried.insert(key(args, pins));
@@ -336,7 +351,7 @@ impl Search {
                     for (from, to) in [(pair.a, pair.b), (pair.b, pair.a)] {
                         for load in loads {
                             let w = pair.width.min(u32::from(load.width) * 8);
-                            if self.queue.len() >= QUEUED {
+                            if self.pinned.len() >= QUEUED {
                                 return;
                             }
                             if (load.value as u128 ^ from as u128) & mask(w) != 0 {
@@ -368,7 +383,7 @@ impl Search {
     fn steer_table_loads(&mut self, aim: Side, args: &[DataValue], d: &Decision, loads: &[Pin]) {
         for pair in &d.pairs {
             for load in loads {
-                if self.queue.len() >= QUEUED {
+                if self.pinned.len() >= QUEUED {
                     return;
                 }
                 let w = pair.width.min(u32::from(load.width) * 8);
@@ -391,9 +406,10 @@ impl Search {
     fn queue_pinned(&mut self, aim: Option<Side>, args: &[DataValue], pin: Pin) {
         let mut pins = self.pins.clone();
         pins.push(pin);
-        if self.queue.len() < QUEUED && self.tried.insert(key(args, &pins)) {
+        if self.pinned.len() < QUEUED && self.tried.insert(key(args, &pins)) {
             let args = args.to_vec();
-            self.queue.push_back((aim, Guided { args, pins }));
+            let fill = self.fill;
+            self.pinned.push_back((aim, Guided { args, pins, fill }));
         }
     }
 
@@ -537,7 +553,12 @@ impl Search {
         tuple[k] = value;
         if self.queue.len() < QUEUED && self.tried.insert(key(&tuple, &self.pins)) {
             let pins = self.pins.clone();
-            self.queue.push_back((aim, Guided { args: tuple, pins }));
+            let guided = Guided {
+                args: tuple,
+                pins,
+                fill: self.fill,
+            };
+            self.queue.push_back((aim, guided));
         }
     }
 
@@ -547,14 +568,23 @@ impl Search {
         self.covered.iter().filter(|side| side.0 == id).count()
     }
 
-    /// The next queued tuple whose side is still not covered.
+    /// The next queued tuple whose side is still not covered, from the two queues in turn.
     pub(super) fn next(&mut self) -> Option<Guided> {
-        while let Some((aim, tuple)) = self.queue.pop_front() {
-            if aim.is_none_or(|aim| !self.covered.contains(&aim)) {
-                return Some(tuple);
+        self.pinned_next = !self.pinned_next;
+        let (first, second) = match self.pinned_next {
+            true => (&mut self.pinned, &mut self.queue),
+            false => (&mut self.queue, &mut self.pinned),
+        };
+        let covered = &self.covered;
+        let uncovered = |queue: &mut VecDeque<(Option<Side>, Guided)>| {
+            while let Some((aim, tuple)) = queue.pop_front() {
+                if aim.is_none_or(|aim| !covered.contains(&aim)) {
+                    return Some(tuple);
+                }
             }
-        }
-        None
+            None
+        };
+        uncovered(first).or_else(|| uncovered(second))
     }
 }
 

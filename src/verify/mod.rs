@@ -70,7 +70,7 @@
 //!   byte took yet (`Reached`), not its own random ones, whose pointers mostly trap on both
 //!   sides before memory is read (its guided turn passes to the next run). A run that does
 //!   not end is still compared up to where it stopped: the merged side's stores and calls not
-//!   run must be the original's that far, and it must not end having done less
+//!   run must be the original's that far, and it must not stop for good having done less
 //!   (`prefix_parts_ways`).
 //!
 //! Arguments are pseudo-random from a seed and the function's name, and start with edge values
@@ -488,9 +488,15 @@ fn check_function<'a>(
             .flatten()
             .map(|g| guide::Guided {
                 args: aligned(g.args),
-                pins: g.pins,
+                ..g
             });
         let is_guided = guided.is_some();
+        // A guided tuple runs on the memory of the run it was made from; a byte-fill run keeps
+        // its byte.
+        let first_fill = match (&guided, first_fill) {
+            (Some(guide::Guided { fill: Some(f), .. }), Fill::Hashed(_)) => *f,
+            _ => first_fill,
+        };
         let fuel = short_fuel(options.fuel, longest);
         // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
         // would: it aims at a side no run took yet, often deeper. Never less than any other
@@ -504,6 +510,7 @@ fn check_function<'a>(
         let unpinned = |args| guide::Guided {
             args,
             pins: Vec::new(),
+            fill: None,
         };
         let (preferred, plain, attempt_fuel) = match (reaching, guided) {
             (Some(tuple), _) => (unpinned(tuple.clone()), tuple, fuel),
@@ -544,7 +551,7 @@ fn check_function<'a>(
             false => (a, first_fill),
         };
         if let Some(trace) = &sides[0].trace {
-            search.absorb(&args, &pins, trace, &sides[0].loads());
+            search.absorb((&args, &pins, fill), trace, &sides[0].loads());
         }
         if !borrowed {
             reached.record(&args, fill, matches!(a.outcome, Outcome::Returned(_)));
@@ -606,10 +613,12 @@ fn check_function<'a>(
 /// that does not end in the fuel (a loop over a buffer, each pass calling into the module) was
 /// compared in nothing, so a wrong merge that stores elsewhere from its first pass on went
 /// unreported wherever the function's runs that ended stopped before the loop (a corrupted
-/// loop start on the corpus's mutation check). So is a merged side that ended (a trap, a
-/// return) having done less than the original did before it stopped: a right merge would go
-/// on to do the rest. The merged side runs in the fuel the original took, with its slack
-/// ([`super::slack::MergedSlack::fuel_after`]).
+/// loop start on the corpus's mutation check). So is a merged side that did less than the
+/// original did before it stopped, and will never do more: it ended (a trap, a return), hit
+/// its own limits (four times the fuel and more, twice the depth: a right merge does there
+/// all the original did), or was stopped in a cycle that stores nothing (hostile18: a loop
+/// that stores forever merged with one that spins). The merged side runs in the fuel the
+/// original took, with its slack ([`super::slack::MergedSlack::fuel_after`]).
 fn prefix_parts_ways<'a>(
     a: &Run,
     merged: &mut Side<'a>,
@@ -623,7 +632,8 @@ fn prefix_parts_ways<'a>(
         return None;
     }
     let b = merged.run(target, args, options, fuel, fill);
-    (a.effects_part_ways(&b) || a.did_more_than_ended(&b)).then_some(b)
+    let cycle_stored = merged.cycle_stored == Some(true);
+    (a.effects_part_ways(&b) || a.did_more_than_stopped(&b, cycle_stored)).then_some(b)
 }
 
 /// The fuel a run of a function takes first, on each fill: a multiple of the most instructions

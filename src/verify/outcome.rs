@@ -380,11 +380,20 @@ impl Run {
         !self.stores.is_empty() || !self.imports.is_empty()
     }
 
-    /// Whether `self`, a run that did not end, did more than `other`, a run that ended, did in
-    /// all: more stores or more calls not run (what `other` does ends before what `self` did).
-    pub(super) fn did_more_than_ended(&self, other: &Run) -> bool {
-        let ended = !other.outcome.is_inconclusive() && !other.outcome.is_unsupported();
-        ended
+    /// Whether `self`, a run that did not end, did more than `other` did in all (more stores
+    /// or more calls not run) where `other` would never do more: it ended (a trap, a return),
+    /// or it hit the limits of a merged side, larger than those `self` stopped in (a right
+    /// merge does there all `self` did, forwarders included), or it was stopped in a cycle
+    /// that stores nothing. `cycle_stored`: whether `other` was stopped in a cycle that
+    /// stores; such a cycle may be found a pass sooner on one side than on the other, so its
+    /// stores say nothing. An unsupported run stopped where the interpreter could not go on.
+    pub(super) fn did_more_than_stopped(&self, other: &Run, cycle_stored: bool) -> bool {
+        let for_good = match &other.outcome {
+            Outcome::Unsupported(_) => false,
+            Outcome::OutOfFuel | Outcome::TooDeep => !cycle_stored,
+            _ => true,
+        };
+        for_good
             && (self.stores.len() > other.stores.len() || self.imports.len() > other.imports.len())
     }
 

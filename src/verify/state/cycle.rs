@@ -39,6 +39,8 @@ pub(crate) struct CycleWatch {
 /// The state of a run at one instruction.
 struct Snapshot {
     pc: Inst,
+    /// The stores the run had recorded (not part of the state: see [`CycleWatch::silent`]).
+    stores: usize,
     returns_to: Vec<Inst>,
     calls_not_run: usize,
     frames: Vec<(*const Function, Vec<Option<DataValue>>)>,
@@ -85,6 +87,19 @@ impl CycleWatch {
     }
 }
 
+impl CycleWatch {
+    /// Whether the cycle [`CycleWatch::repeats`] just found recorded no store: from the kept
+    /// state to the same state again it stored nothing, and it called no function not run
+    /// (their count is part of the state), so the run would never do either again. A cycle
+    /// that stores may be found after more or fewer passes on either side of a right merge
+    /// (the snapshots are at instruction counts a forwarder moves).
+    pub(crate) fn silent(&self, machine: &Machine) -> bool {
+        self.snapshot
+            .as_ref()
+            .is_some_and(|s| s.stores == machine.stores.len())
+    }
+}
+
 impl Machine<'_> {
     /// The state at `pc`, None when it is too large to keep.
     fn snapshot(
@@ -104,6 +119,7 @@ impl Machine<'_> {
             .collect();
         Some(Snapshot {
             pc,
+            stores: self.stores.len(),
             returns_to: returns_to.to_vec(),
             calls_not_run,
             frames,
