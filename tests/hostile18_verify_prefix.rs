@@ -1,7 +1,9 @@
 //! hostile18: `--verify`'s comparison of runs that do not end up to where they stopped
 //! (`prefix_parts_ways` in `src/verify/mod.rs`, `Run::effects_part_ways` and
-//! `Run::did_more_than_ended` in `src/verify/outcome.rs`), attacked with planted wrong merges
-//! (`tests/common/planted.rs`) and real merges.
+//! `Run::did_more_than_stopped` in `src/verify/outcome.rs`), attacked with planted wrong merges
+//! (`tests/common/planted.rs`) and real merges. The first four wrong merges passed when only a
+//! merged side that *ended* having done less was a mismatch; now so is one that stops for good
+//! (its own, larger limits, or a cycle that stores nothing).
 
 #[path = "common/planted.rs"]
 mod wrong_merges;
@@ -50,8 +52,8 @@ block1(v3: i64):
 /// `%f`'s body, which hangs in a silent cycle and never stores at all. The original stored
 /// thousands of times before its fuel ran out; the merged side, stopped as a cycle (or by its
 /// four times larger fuel), stored nothing. The prefix rule compares only the stores both
-/// sides made (none) and the "did less" rule only a merged side that *ended*, so the wrong
-/// merge passes.
+/// sides made (none), and the "did less" rule took only a merged side that *ended*: the wrong
+/// merge passed.
 #[test]
 fn a_merged_side_that_hangs_silently_where_the_original_stores_forever_is_reported() {
     let (reported, summary) = planted("(i64)", WAITS_SILENTLY, STORES_FOREVER, "");
@@ -74,7 +76,7 @@ fn a_merged_side_that_hangs_where_the_original_calls_an_import_forever_is_report
 }
 
 /// `%g` stores on every pass forever; merged, it stores the same first value once and then
-/// hangs in a silent cycle. Equal up to the merged side's one store, so the prefix rule passes
+/// hangs in a silent cycle. Equal up to the merged side's one store, so the prefix rule passed
 /// it, though the merged side had four times the fuel and stopped in a cycle.
 #[test]
 fn a_merged_side_that_stores_once_then_hangs_is_reported() {
@@ -91,7 +93,7 @@ block1:
 }
 
 /// A control: a merged side that *returns* at once where the original stores forever is
-/// reported (`did_more_than_ended`).
+/// reported (`did_more_than_stopped`).
 #[test]
 fn control_a_merged_side_that_returns_where_the_original_stores_forever_is_reported() {
     let returns = "block0(v0: i64):\n    return";
