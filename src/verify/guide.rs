@@ -21,7 +21,7 @@
 //! parameter is compared with after a few steps of arithmetic, a value another function
 //! computed, reach the other side without random luck.
 
-use super::memory::{Fill, Pin};
+use super::memory::Pin;
 use cranelift_codegen::data_value::DataValue;
 use cranelift_codegen::ir::{Function, Inst, InstructionData, Opcode, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -280,21 +280,11 @@ fn compared(a: &DataValue, b: &DataValue, ty: Type) -> Option<Pair> {
 pub(super) struct Search {
     covered: FxHashSet<Side>,
     tried: FxHashSet<Vec<u128>>,
-    /// Each tuple with an argument steered, with the side it aims at; None for a tuple beside
-    /// the operand (an ordered comparison's boundary), run even when another tuple took that
-    /// side first.
+    /// Each tuple with the side it aims at; None for a tuple beside the operand (an ordered
+    /// comparison's boundary), run even when another tuple took that side first.
     queue: VecDeque<(Option<Side>, Guided)>,
-    /// The same for tuples with a loaded word pinned. A queue of its own, taken in turn with
-    /// the other: a `br_table`'s cases steered by an argument near its index (a pointer of
-    /// 0 or 1 is near any small index) filled the one queue before a case was steered by the
-    /// loaded word the index was (hostile18).
-    pinned: VecDeque<(Option<Side>, Guided)>,
-    /// Whether the next tuple is taken from `pinned` first.
-    pinned_next: bool,
     /// The pins of the run being absorbed, kept by the tuples made from it.
     pins: Vec<Pin>,
-    /// The memory the run being absorbed ran on, which the tuples made from it run on too.
-    fill: Option<Fill>,
 }
 
 /// A guided run: arguments, and words of memory nothing stored to made to read a value.
@@ -302,29 +292,24 @@ pub(super) struct Search {
 pub(super) struct Guided {
     pub(super) args: Vec<DataValue>,
     pub(super) pins: Vec<Pin>,
-    /// The memory of the run the tuple was made from: every word but the pinned ones reads
-    /// as it did there, so that a tag loaded on the way to the decision aimed at (`p->kind ==
-    /// 3`, which hashed memory read by chance) still leads there (hostile18).
-    pub(super) fill: Option<Fill>,
 }
 
 impl Search {
     /// Takes in a run of the original on `args` with `pins`, what it recorded and the loads
     /// of unwritten memory it made: its sides count as covered, and tuples aimed at the sides
-    /// its decisions missed are queued: with arguments steered, and with loaded words pinned (two
-    /// queues, taken in turn); each runs on the memory `fill` the run ran on.
+    /// its decisions missed are queued, first with arguments steered, then with loaded words.
     pub(super) fn absorb(
         &mut self,
-        (args, pins, fill): (&[DataValue], &[Pin], Fill),
+        args: &[DataValue],
+        pins: &[Pin],
         trace: &Trace,
         loads: &[Pin],
     ) {
-        self.fill = Some(fill);
         self.pins.clear();
         self.pins.extend_from_slice(pins);
         self.tried.insert(key(args, pins));
         self.covered.extend(trace.taken.iter().copied());
-        self.steer_arguments(args, trace);
+        self.steer_arguments(args, trace, loads);
         if self.pins.len() < PINS_PER_TUPLE {
             self.steer_loads(args, trace, loads);
         }
@@ -351,7 +336,7 @@ impl Search {
                     for (from, to) in [(pair.a, pair.b), (pair.b, pair.a)] {
                         for load in loads {
                             let w = pair.width.min(u32::from(load.width) * 8);
-                            if self.pinned.len() >= QUEUED {
+                            if self.queue.len() >= QUEUED {
                                 return;
                             }
                             if (load.value as u128 ^ from as u128) & mask(w) != 0 {
@@ -379,11 +364,14 @@ impl Search {
     /// the index up to a small difference (`br_table load(p) - 1`, Wasm's tables of cases
     /// numbered from one) pinned to the side's index plus that difference. The index is not
     /// compared with anything, so the exact match of [`Search::steer_loads`] would never
-    /// meet it.
+    /// meet it. A word the run had pinned counts as loaded too (it is no load logged): a run
+    /// that took one case steered queues the cases still missed, which a full queue had
+    /// dropped (hostile18: a table behind a pinned tag, whose unpinned runs never reach it).
     fn steer_table_loads(&mut self, aim: Side, args: &[DataValue], d: &Decision, loads: &[Pin]) {
+        let pinned = self.pins.clone();
         for pair in &d.pairs {
-            for load in loads {
-                if self.pinned.len() >= QUEUED {
+            for load in loads.iter().chain(&pinned) {
+                if self.queue.len() >= QUEUED {
                     return;
                 }
                 let w = pair.width.min(u32::from(load.width) * 8);
@@ -402,21 +390,34 @@ impl Search {
         }
     }
 
-    /// Queues `args` with the pins of the run absorbed and `pin`.
+    /// Queues `args` with the pins of the run absorbed and `pin` (in place of theirs on the
+    /// same word).
     fn queue_pinned(&mut self, aim: Option<Side>, args: &[DataValue], pin: Pin) {
         let mut pins = self.pins.clone();
-        pins.push(pin);
-        if self.pinned.len() < QUEUED && self.tried.insert(key(args, &pins)) {
+        match pins
+            .iter_mut()
+            .find(|p| p.address == pin.address && p.width == pin.width)
+        {
+            Some(same) => *same = pin,
+            None => pins.push(pin),
+        }
+        if self.queue.len() < QUEUED && self.tried.insert(key(args, &pins)) {
             let args = args.to_vec();
-            let fill = self.fill;
-            self.pinned.push_back((aim, Guided { args, pins, fill }));
+            self.queue.push_back((aim, Guided { args, pins }));
         }
     }
 
     /// Queues tuples with an argument steered towards another operand of each decision with a
     /// side not covered.
-    fn steer_arguments(&mut self, args: &[DataValue], trace: &Trace) {
+    fn steer_arguments(&mut self, args: &[DataValue], trace: &Trace, loads: &[Pin]) {
         for d in &trace.decisions {
+            if d.table && index_is_loaded(d, loads) {
+                // Steered by the word ([`Search::steer_table_loads`]): an argument near the
+                // index (a pointer of 0 or 1 is near any small one) would queue a tuple per
+                // case that leaves the index as it was, and they filled the queue before
+                // the word's (hostile18: case 30 of 40 behind a loaded tag, never reached).
+                continue;
+            }
             // Nothing more is queued once the queue is full (and it only grows here).
             if self.queue.len() >= QUEUED {
                 return;
@@ -553,12 +554,7 @@ impl Search {
         tuple[k] = value;
         if self.queue.len() < QUEUED && self.tried.insert(key(&tuple, &self.pins)) {
             let pins = self.pins.clone();
-            let guided = Guided {
-                args: tuple,
-                pins,
-                fill: self.fill,
-            };
-            self.queue.push_back((aim, guided));
+            self.queue.push_back((aim, Guided { args: tuple, pins }));
         }
     }
 
@@ -568,24 +564,26 @@ impl Search {
         self.covered.iter().filter(|side| side.0 == id).count()
     }
 
-    /// The next queued tuple whose side is still not covered, from the two queues in turn.
+    /// The next queued tuple whose side is still not covered.
     pub(super) fn next(&mut self) -> Option<Guided> {
-        self.pinned_next = !self.pinned_next;
-        let (first, second) = match self.pinned_next {
-            true => (&mut self.pinned, &mut self.queue),
-            false => (&mut self.queue, &mut self.pinned),
-        };
-        let covered = &self.covered;
-        let uncovered = |queue: &mut VecDeque<(Option<Side>, Guided)>| {
-            while let Some((aim, tuple)) = queue.pop_front() {
-                if aim.is_none_or(|aim| !covered.contains(&aim)) {
-                    return Some(tuple);
-                }
+        while let Some((aim, tuple)) = self.queue.pop_front() {
+            if aim.is_none_or(|aim| !self.covered.contains(&aim)) {
+                return Some(tuple);
             }
-            None
-        };
-        uncovered(first).or_else(|| uncovered(second))
+        }
+        None
     }
+}
+
+/// Whether a loaded word is the index of the `br_table` decision `d` up to a small difference,
+/// in some run's pair ([`Search::steer_table_loads`] steers it).
+fn index_is_loaded(d: &Decision, loads: &[Pin]) -> bool {
+    d.pairs.iter().any(|pair| {
+        loads.iter().any(|load| {
+            let w = pair.width.min(u32::from(load.width) * 8);
+            near_by(load.value as i128, pair.a, w).is_some()
+        })
+    })
 }
 
 /// The side a tuple made with `nudge` aims at: `aim` itself, or none for a tuple beside the

@@ -488,15 +488,9 @@ fn check_function<'a>(
             .flatten()
             .map(|g| guide::Guided {
                 args: aligned(g.args),
-                ..g
+                pins: g.pins,
             });
         let is_guided = guided.is_some();
-        // A guided tuple runs on the memory of the run it was made from; a byte-fill run keeps
-        // its byte.
-        let first_fill = match (&guided, first_fill) {
-            (Some(guide::Guided { fill: Some(f), .. }), Fill::Hashed(_)) => *f,
-            _ => first_fill,
-        };
         let fuel = short_fuel(options.fuel, longest);
         // A guided tuple takes its share of the whole fuel, as a run that ends on no fill
         // would: it aims at a side no run took yet, often deeper. Never less than any other
@@ -510,7 +504,6 @@ fn check_function<'a>(
         let unpinned = |args| guide::Guided {
             args,
             pins: Vec::new(),
-            fill: None,
         };
         let (preferred, plain, attempt_fuel) = match (reaching, guided) {
             (Some(tuple), _) => (unpinned(tuple.clone()), tuple, fuel),
@@ -551,7 +544,7 @@ fn check_function<'a>(
             false => (a, first_fill),
         };
         if let Some(trace) = &sides[0].trace {
-            search.absorb((&args, &pins, fill), trace, &sides[0].loads());
+            search.absorb(&args, &pins, trace, &sides[0].loads());
         }
         if !borrowed {
             reached.record(&args, fill, matches!(a.outcome, Outcome::Returned(_)));
