@@ -625,7 +625,7 @@ fn prefix_parts_ways<'a>(
         return None;
     }
     let b = merged.run(target, args, options, fuel, fill);
-    let cycle_stored = merged.cycle_stored == Some(true);
+    let cycle_stored = merged.stopped_in_storing_cycle;
     (a.effects_part_ways(&b) || a.did_more_than_stopped(&b, cycle_stored)).then_some(b)
 }
 

@@ -40,9 +40,9 @@ pub(super) struct Side<'a> {
     pub(super) trace: Option<Trace>,
     /// The instructions the last run executed.
     pub(super) steps: u64,
-    /// When the last run was stopped in a cycle: whether that cycle stored (a silent one
-    /// would never store or call again).
-    pub(super) cycle_stored: Option<bool>,
+    /// Whether the last run was stopped in a cycle that stores (a silent one would never
+    /// store or call again).
+    pub(super) stopped_in_storing_cycle: bool,
 }
 
 impl<'a> Side<'a> {
@@ -65,7 +65,7 @@ impl<'a> Side<'a> {
             unsupported_at: String::new(),
             trace: None,
             steps: 0,
-            cycle_stored: None,
+            stopped_in_storing_cycle: false,
         }
     }
 
@@ -123,7 +123,7 @@ impl<'a> Side<'a> {
             self.state.memory.clear_loads();
         }
         self.steps = 0;
-        self.cycle_stored = None;
+        self.stopped_in_storing_cycle = false;
         let result = crate::guard::catch(|| self.execute(entry, args, options, fuel, &mut imports));
         let outcome = match result {
             Ok(outcome) => outcome,
@@ -170,7 +170,7 @@ impl<'a> Side<'a> {
                 return Outcome::OutOfFuel;
             }
             if watch.repeats(self.steps, pc, &returns_to, imports.len(), &mut self.state) {
-                self.cycle_stored = Some(!watch.silent(&self.state));
+                self.stopped_in_storing_cycle = watch.stored(&self.state);
                 return Outcome::OutOfFuel;
             }
             self.steps += 1;

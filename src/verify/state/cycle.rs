@@ -39,7 +39,7 @@ pub(crate) struct CycleWatch {
 /// The state of a run at one instruction.
 struct Snapshot {
     pc: Inst,
-    /// The stores the run had recorded (not part of the state: see [`CycleWatch::silent`]).
+    /// The stores the run had recorded (not part of the state: see [`CycleWatch::stored`]).
     stores: usize,
     returns_to: Vec<Inst>,
     calls_not_run: usize,
@@ -85,18 +85,16 @@ impl CycleWatch {
             _ => false,
         }
     }
-}
 
-impl CycleWatch {
-    /// Whether the cycle [`CycleWatch::repeats`] just found recorded no store: from the kept
-    /// state to the same state again it stored nothing, and it called no function not run
-    /// (their count is part of the state), so the run would never do either again. A cycle
-    /// that stores may be found after more or fewer passes on either side of a right merge
-    /// (the snapshots are at instruction counts a forwarder moves).
-    pub(crate) fn silent(&self, machine: &Machine) -> bool {
+    /// Whether the cycle [`CycleWatch::repeats`] just found recorded a store between the kept
+    /// state and the same state again. One that did not would never store again, nor call a
+    /// function not run (their count is part of the state). A cycle that stores may be found
+    /// after more or fewer passes on either side of a right merge (the snapshots are at
+    /// instruction counts a forwarder moves).
+    pub(crate) fn stored(&self, machine: &Machine) -> bool {
         self.snapshot
             .as_ref()
-            .is_some_and(|s| s.stores == machine.stores.len())
+            .is_none_or(|s| s.stores != machine.stores.len())
     }
 }
 
