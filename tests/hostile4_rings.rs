@@ -141,6 +141,16 @@ fn reference(funcs: &[Func]) -> BTreeSet<BTreeSet<String>> {
     by.into_values().filter(|c| c.len() > 1).collect()
 }
 
+/// What `verify_merge` runs: a difference between two rings shows within a few laps of the
+/// longest ring (12 functions), so runs deeper than 64 calls tell nothing more, and in a debug
+/// build each one costs a second or more.
+fn verify_options() -> VerifyOptions {
+    VerifyOptions {
+        max_depth: 64,
+        ..VerifyOptions::default()
+    }
+}
+
 fn read(text: &str) -> ClifModule {
     read_module_text(Path::new("rings.clif"), text, ReadOptions::default()).unwrap()
 }
@@ -171,9 +181,16 @@ fn check(funcs: &[Func]) -> Result<(), String> {
                 "{mode:?}: classes {got:?}, the reference's {expected:?}\n{text}"
             ));
         }
-        let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+        let checked = verify_merge(&original, &merged, &report, &verify_options());
         if !checked.is_ok() {
             return Err(format!("{mode:?}: {}\n{text}", checked.summary()));
+        }
+        // A merge the check ran no run of to its end was not checked at all.
+        if report.merged > 0 && checked.completed_runs() == 0 {
+            return Err(format!(
+                "{mode:?}: no run ended: {}\n{text}",
+                checked.summary()
+            ));
         }
     }
     Ok(())
@@ -191,7 +208,7 @@ fn check_similar(funcs: &[Func]) -> Result<(), String> {
     for mode in [Mode::Safe, Mode::Aliases, Mode::Thunks] {
         let mut merged = original.clone();
         let (report, _) = merge_module_with(&mut merged, mode, Some(&forced));
-        let checked = verify_merge(&original, &merged, &report, &VerifyOptions::default());
+        let checked = verify_merge(&original, &merged, &report, &verify_options());
         if !checked.is_ok() {
             return Err(format!("{mode:?} --similar: {}\n{text}", checked.summary()));
         }
