@@ -343,14 +343,7 @@ impl Search {
                                 continue;
                             }
                             for nudge in [0, 1, -1] {
-                                let value =
-                                    with_low_bits(load.value as i128, to.wrapping_add(nudge), w)
-                                        as u128
-                                        & mask(u32::from(load.width) * 8);
-                                let pin = Pin {
-                                    value: value as u64,
-                                    ..*load
-                                };
+                                let pin = pinned_low_bits(load, to.wrapping_add(nudge), w);
                                 self.queue_pinned(aimed(aim, nudge), args, pin);
                             }
                         }
@@ -379,12 +372,7 @@ impl Search {
                     continue;
                 };
                 let index = i128::from(aim.2).wrapping_add(diff);
-                let value = with_low_bits(load.value as i128, index, w) as u128
-                    & mask(u32::from(load.width) * 8);
-                let pin = Pin {
-                    value: value as u64,
-                    ..*load
-                };
+                let pin = pinned_low_bits(load, index, w);
                 self.queue_pinned(Some(aim), args, pin);
             }
         }
@@ -707,6 +695,16 @@ fn with_lane(bits: i128, width: u32, j: u32, lane: i128) -> i128 {
 fn near_by(x: i128, from: i128, width: u32) -> Option<i128> {
     let diff = sign_extend((x as u128).wrapping_sub(from as u128) & mask(width), width);
     (diff.unsigned_abs() <= NEAR.unsigned_abs()).then_some(diff)
+}
+
+/// `load` pinned to what it read with its low `width` bits replaced by `low`'s.
+fn pinned_low_bits(load: &Pin, low: i128, width: u32) -> Pin {
+    let value =
+        with_low_bits(load.value as i128, low, width) as u128 & mask(u32::from(load.width) * 8);
+    Pin {
+        value: value as u64,
+        ..*load
+    }
 }
 
 /// `x` with its low `width` bits made those of `low`.
