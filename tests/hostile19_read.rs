@@ -66,3 +66,44 @@ fn unicode_white_space_between_functions_is_refused_in_a_large_file() {
         Err(format!("f.clif:{line}: invalid character"))
     );
 }
+
+/// Function `i` of the module below: every seventh is equal to function `i % 700` (classes
+/// spread over every piece of the large file), each has a directive in its body, and lines end
+/// with CRLF and are indented with tabs.
+fn twin(i: usize) -> String {
+    let k = if i.is_multiple_of(7) { i % 700 } else { i };
+    format!(
+        "function %t{i}(i64) -> i64 {{\r\n\t; linkage: %t{i} hidden\r\nblock0(v0: i64):\r\n\
+         \tv1 = iconst.i64 {k}\r\n\tv2 = imul v0, v1\r\n\treturn v2\r\n}}\r\n\r\n"
+    )
+}
+
+/// The merged module as CLIF, and the report, of `files` read as one module.
+fn merged(files: &[String]) -> (String, String) {
+    let mut reader = clif_merge::read::ModuleReader::new(ReadOptions::default());
+    for (i, text) in files.iter().enumerate() {
+        let name = format!("part{i}.clif");
+        reader.read_text(Path::new(&name), text).expect("reads");
+    }
+    let mut module = reader.finish().expect("directives apply");
+    let (report, _) = clif_merge::merge_module(&mut module, clif_merge::Mode::Safe);
+    (
+        clif_merge::emit::module_to_clif(&module),
+        format!("{:?}", report.classes),
+    )
+}
+
+/// What holds: 4,200 functions with a byte-order mark, CRLF, tabs and directives inside the
+/// bodies, read as one large file (in pieces) and as three small files (each whole), merge
+/// the same way and write the same CLIF.
+#[test]
+fn one_large_file_and_three_small_ones_merge_alike() {
+    let all: Vec<String> = (0..4200).map(twin).collect();
+    let large = format!("\u{feff}; header\r\n{}", all.concat());
+    let small: Vec<String> = all.chunks(1400).map(|c| c.concat()).collect();
+    let (large_clif, large_report) = merged(&[large]);
+    let (small_clif, small_report) = merged(&small);
+    assert!(large_report.len() > 1000, "{}", &large_report[..200]);
+    assert_eq!(large_report, small_report);
+    assert!(large_clif == small_clif, "the emitted CLIF differs");
+}
