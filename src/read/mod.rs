@@ -646,7 +646,10 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
             if content.starts_with("function ") || content.starts_with("function\t") {
                 found.push((line, at));
             } else if found.is_empty() {
-                let trimmed = content.trim();
+                // Blank by the lexer's rule, not Unicode's: a line above the first function
+                // that holds U+00A0 is no blank line to the lexer but an invalid character,
+                // which the file read whole reports (hostile19).
+                let trimmed = content.trim_matches(is_lexer_white_space);
                 if !trimmed.is_empty() && !trimmed.starts_with(';') {
                     starts = None;
                 }
@@ -657,6 +660,11 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
     }
     let pieces = starts.and_then(|starts| cut_at_functions(text, &starts));
     (directives, pieces)
+}
+
+/// The white space Cranelift's lexer skips between tokens: ASCII's, no other.
+fn is_lexer_white_space(c: char) -> bool {
+    matches!(c, ' ' | '\x09'..='\x0d')
 }
 
 /// What a directive line holds: the directive, or what is wrong with it.
