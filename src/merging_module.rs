@@ -690,8 +690,11 @@ fn merge_and_define<M: Module>(
     let mut unmerged = Vec::new();
     for held in held {
         // A body naming something it never declares (legal while unused: the inner module
-        // compiles it) cannot be compared: it goes to the inner module as it is.
-        if crate::references::undeclared_reference(&held.func).is_some() {
+        // compiles it), or holding a name that is not UTF-8 (which Cranelift cannot print),
+        // cannot be compared: it goes to the inner module as it is.
+        if crate::references::undeclared_reference(&held.func).is_some()
+            || crate::module::FuncName::first_not_utf8(&held.func).is_some()
+        {
             unmerged.push(held);
             continue;
         }

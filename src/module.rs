@@ -215,6 +215,15 @@ pub enum ModuleError {
         /// Which reference.
         message: String,
     },
+    #[error("in function {function}: the name {name} is not UTF-8, which Cranelift cannot print")]
+    /// A function holds a testcase name (its own, a callee's or a symbol's) whose bytes are not
+    /// UTF-8: Cranelift's printing of it panics.
+    NameNotUtf8 {
+        /// The function (its name as far as it is UTF-8, the rest replaced).
+        function: FuncName,
+        /// The name, likewise.
+        name: FuncName,
+    },
 }
 
 /// A module of CLIF functions.
@@ -247,6 +256,12 @@ impl ClifModule {
             return Err(ModuleError::UndeclaredReference {
                 function: FuncName::of_function(&func),
                 message,
+            });
+        }
+        if let Some(name) = FuncName::first_not_utf8(&func) {
+            return Err(ModuleError::NameNotUtf8 {
+                function: FuncName::of_function(&func),
+                name,
             });
         }
         self.define_checked(Box::new(func), linkage, origin)

@@ -30,6 +30,28 @@ impl FuncName {
         }
     }
 
+    /// The first name `func` holds (its own, a callee's, a symbol's) that is a testcase name of
+    /// bytes that are not UTF-8, as far as it reads. Cranelift's printing of such a name
+    /// panics (`TestcaseName`'s `Display` unwraps the UTF-8), so a module that held one could
+    /// not be written as CLIF, reported in a verifier's message or debugged.
+    pub(crate) fn first_not_utf8(func: &Function) -> Option<FuncName> {
+        let not_utf8 = |raw: &[u8]| std::str::from_utf8(raw).is_err();
+        if let UserFuncName::Testcase(t) = &func.name
+            && not_utf8(t.raw())
+        {
+            return Some(FuncName::testcase(t.raw()));
+        }
+        let callees = func.dfg.ext_funcs.values().map(|ext| &ext.name);
+        let symbols = func.global_values.values().filter_map(|gv| match gv {
+            cranelift_codegen::ir::GlobalValueData::Symbol { name, .. } => Some(name),
+            _ => None,
+        });
+        callees.chain(symbols).find_map(|name| match name {
+            ExternalName::TestCase(t) if not_utf8(t.raw()) => Some(FuncName::testcase(t.raw())),
+            _ => None,
+        })
+    }
+
     /// A testcase name from its bytes. Names read from text are UTF-8, which is checked
     /// directly: the lossy conversion's walk was 1.5 % of a whole run (one per function).
     pub(crate) fn testcase(raw: &[u8]) -> FuncName {
