@@ -334,20 +334,24 @@ fn verify_reports_a_wrong_merge_of_float_equality_tests_against_constants() {
     assert!(seen, "a wrong merge of float comparisons passes: {summary}");
 }
 
-/// A stack slot aligned to 64 bytes (`%f`) against one aligned to 16 (`%g`): natively `%f`'s
-/// slot address is a multiple of 64 (its low six bits are 0), `%g`'s need not be. The
-/// interpreter lays slots out at most 16-aligned, so both run alike and giving `%f` `%g`'s
-/// body (dropping the alignment that, say, an aligned vector store relies on) passes.
+/// A stack slot aligned to 64 bytes (`%f`) against one aligned to 16 (`%g`), each returning its
+/// address's low six bits. hostile6 took `%f`'s address for a multiple of 64 natively and
+/// asked the check to report giving `%f` `%g`'s body; the check laid slots out to their
+/// declared alignment up to 4 KiB to do so. Measured (2026-11-27, Cranelift 0.135, both
+/// compiled with `clif-merge -o`, linked with a C driver calling them under 0 to 56 bytes of
+/// padding): `%f` and `%g` return the same at every depth, 48, 48, 32, 32, 16, 16, 0, 0 on
+/// x86_64 and 16, 16, 0, 0, 48, 48, 32, 32 on aarch64 under qemu, since a frame is only as
+/// aligned as the stack pointer (hostile16). The check now lays slots out at most 16-aligned,
+/// as natively, and the merge passes, as it behaves the same.
 #[test]
-fn verify_reports_a_wrong_merge_that_drops_a_stack_slot_alignment() {
+fn a_merge_that_drops_an_alignment_cranelift_does_not_give_passes() {
     let body = |align: u32| {
         format!(
             "    ss0 = explicit_slot 4\n    ss1 = explicit_slot 64, align = {align}\nblock0:\n    v0 = stack_addr.i64 ss1\n    v1 = iconst.i64 63\n    v2 = band v0, v1\n    return v2"
         )
     };
-    // `%g` (align 16) given `%f`'s body is a refinement; `%f` given `%g`'s is not: plant that.
     let (seen, summary) = planted("() -> i64", &body(16), &body(64), "");
-    assert!(seen, "dropping a 64-byte alignment passes: {summary}");
+    assert!(!seen, "dropping a 64-byte alignment is reported: {summary}");
 }
 
 /// A store before an import call against the same store after it: the import is given the
