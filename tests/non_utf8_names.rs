@@ -23,35 +23,34 @@ block0:
     func
 }
 
+/// What defining `func` in an empty module says, which must be the refusal of a name that is
+/// not UTF-8, and the module left empty.
+fn refusal(func: Function) -> String {
+    let mut module = ClifModule::new();
+    let refused = module.define(func, SymbolLinkage::Export, None);
+    assert_eq!(module.len(), 0);
+    match refused {
+        Err(e @ ModuleError::NameNotUtf8 { .. }) => e.to_string(),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_function_whose_name_is_not_utf8_is_refused() {
-    let mut module = ClifModule::new();
-    let func = function(
+    let message = refusal(function(
         UserFuncName::testcase(b"a\xffb"),
         ExternalName::testcase("g"),
-    );
-    let refused = module.define(func, SymbolLinkage::Export, None);
-    assert!(
-        matches!(refused, Err(ModuleError::NameNotUtf8 { .. })),
-        "{refused:?}"
-    );
-    assert_eq!(module.len(), 0);
+    ));
+    assert!(message.contains("%a\u{fffd}b"), "{message}");
 }
 
 #[test]
 fn a_function_calling_a_name_that_is_not_utf8_is_refused() {
-    let mut module = ClifModule::new();
-    let func = function(
+    let message = refusal(function(
         UserFuncName::testcase("caller"),
         ExternalName::testcase(b"x\xfe"),
-    );
-    let refused = module.define(func, SymbolLinkage::Export, None);
-    let message = match refused {
-        Err(e @ ModuleError::NameNotUtf8 { .. }) => e.to_string(),
-        other => panic!("{other:?}"),
-    };
+    ));
     assert!(message.contains("%caller"), "{message}");
-    assert_eq!(module.len(), 0);
 }
 
 /// The held neighbour: UTF-8 names, ASCII or not, are defined and written as CLIF.

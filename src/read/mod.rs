@@ -649,7 +649,8 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
                 // Blank by the lexer's rule, not Unicode's: a line above the first function
                 // that holds U+00A0 is no blank line to the lexer but an invalid character,
                 // which the file read whole reports (hostile19).
-                let trimmed = content.trim_matches(is_lexer_white_space);
+                let trimmed =
+                    content.trim_matches(|c| u8::try_from(c).is_ok_and(is_ascii_white_space));
                 if !trimmed.is_empty() && !trimmed.starts_with(';') {
                     starts = None;
                 }
@@ -660,11 +661,6 @@ fn directives_and_pieces(text: &str) -> (Vec<(usize, ParsedDirective)>, Option<T
     }
     let pieces = starts.and_then(|starts| cut_at_functions(text, &starts));
     (directives, pieces)
-}
-
-/// The white space Cranelift's lexer skips between tokens: ASCII's, no other.
-fn is_lexer_white_space(c: char) -> bool {
-    matches!(c, ' ' | '\x09'..='\x0d')
 }
 
 /// What a directive line holds: the directive, or what is wrong with it.
@@ -917,7 +913,9 @@ fn line_directive(line: &str) -> Option<ParsedDirective> {
 }
 
 /// The ASCII characters that are white space to [`char::is_whitespace`] (and so to
-/// `str::trim_start`): not quite [`u8::is_ascii_whitespace`], which leaves out U+000B.
+/// `str::trim_start`): not quite [`u8::is_ascii_whitespace`], which leaves out U+000B. They are
+/// all the white space Cranelift's lexer skips: any other character, U+00A0 included, is an
+/// invalid one to it.
 fn is_ascii_white_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
